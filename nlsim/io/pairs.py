@@ -361,15 +361,11 @@ def warn_replacement(
     Example:
         >>> warn_replacement(pd.DataFrame({"text_a": ["ok", "x\ufffd"], "text_b": ["a", "b"]}), "p.tsv")
     """
-    hits = _text_hits(frame, rows, lambda text: REPLACEMENT in text)
-    if not hits:
-        return
-    count, listed = _listed(hits, unit, shown)
-    warn(
-        f"{source}: {count} row(s) hold U+FFFD, the mark of bytes a decoder could not read (the text was "
-        f"damaged before nlsim read it: a wrong encoding upstream): {listed}; export them from their source "
-        "again"
+    what = (
+        "U+FFFD, the mark of bytes a decoder could not read (the text was damaged before nlsim read it: a "
+        "wrong encoding upstream)"
     )
+    _warn_of(_text_hits(frame, rows, lambda text: REPLACEMENT in text), source, what, unit, shown)
 
 
 def warn_controls(
@@ -388,14 +384,15 @@ def warn_controls(
     Example:
         >>> warn_controls(pd.DataFrame({"text_a": ["ok", "x\\x00"], "text_b": ["a", "b"]}), "p.tsv")
     """
-    hits = _text_hits(frame, rows, lambda text: text_control(text) is not None)
-    if not hits:
-        return
-    count, listed = _listed(hits, unit, shown)
-    warn(
-        f"{source}: {count} row(s) hold control characters (a NUL, a terminal's escape: the mark of a "
-        f"damaged export), kept as written: {listed}; export them from their source again"
-    )
+    what = "control characters (a NUL, a terminal's escape: the mark of a damaged export), kept as written"
+    _warn_of(_text_hits(frame, rows, lambda text: text_control(text) is not None), source, what, unit, shown)
+
+
+def _warn_of(hits: list[tuple[int, str]], source: str | Path, what: str, unit: str, shown: int) -> None:
+    """Warn that the rows ``hits`` names hold ``what`` (nothing when none does)."""
+    if hits:
+        count, listed = _listed(hits, unit, shown)
+        warn(f"{source}: {count} row(s) hold {what}: {listed}; export them from their source again")
 
 
 def _text_hits(
