@@ -775,8 +775,8 @@ def _check_row(
     not_after: pd.Timestamp | None = None,
 ) -> tuple[dict[str, Any], tuple[str, str] | None]:
     """One row's checked values, and its first problem (field, reason) or ``None``; ``seen``: the ids of the
-        rows kept so far, with their row numbers; ``zone``: the clock a time without an offset is read on
-        (``values["naive_time"]``: this row's was); ``not_after``: a later time is a problem (the future). A
+    rows kept so far, with their row numbers; ``zone``: the clock a time without an offset is read on
+    (``values["naive_time"]``: this row's was); ``not_after``: a later time is a problem (the future). A
     placeholder for no date (:func:`placeholder_time`) is no date (``values["placeholder_time"]``: as
     written); a text holding control characters is kept as written (``values["controls"]``: field, first
     character)."""
