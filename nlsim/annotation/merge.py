@@ -375,8 +375,8 @@ def _merge_said(result: MergeResult, skip_scored: bool) -> str:
         )
     if result.superseded:
         said += (
-            f"; of them, {result.superseded} kept among the earlier decisions on their pair, superseded (the "
-            "pair's history, in time order; they do not act)"
+            f"; of them, {result.superseded} kept among the earlier decisions on their pair, in time order "
+            "(the pair's history, the same whichever file was merged first; they do not act)"
         )
     if result.merged_before:
         said += (

@@ -443,7 +443,7 @@ def test_an_older_mark_merged_second_is_kept_in_the_pairs_history_without_acting
     ], said
     assert training_pairs(pairs).pairs["score"].tolist() == [0.25]
     if order == "newer first":
-        assert "kept among the earlier decisions on their pair, superseded" in said, said
+        assert "kept among the earlier decisions on their pair, in time order" in said, said
     store = store_path(pairs).read_bytes()
     _merge(pairs, "marks-desk-2.csv", "desk", [("n0", "n1", "0", MONDAY)])
     assert store_path(pairs).read_bytes() == store
@@ -611,7 +611,7 @@ def test_an_older_mark_merged_after_a_pair_a_merge_added_is_kept_superseded_and_
     assert [(d.annotator, d.score, d.decided_at, d.notes, d.superseded) for d in held.earlier] == [
         ("bob", 0.25, sunday, "one storm", True)
     ], said
-    assert "1 kept among the earlier decisions on their pair, superseded" in " ".join(said), said
+    assert "1 kept among the earlier decisions on their pair, in time order" in " ".join(said), said
     assert not held.overrules and held.as_dict()["overrules"] is False
     assert overruling_count() == 0
     assert training_pairs(pairs).overruled == () and len(load_pairs(pairs)) == 2
@@ -662,3 +662,42 @@ def test_a_note_on_a_pair_a_merge_added_is_shown_with_its_verdict_and_not_copied
     got = {(v["id_a"], v["id_b"]): v for v in json.loads(proc.stdout)["verdicts"]}
     assert got[("n2", "n3")]["notes"] == "two floods" and json.loads(proc.stdout)["in_step"]
     assert store_path(pairs).read_bytes() == store
+
+
+def _merged_in_order(tmp_path: Path, exports: list[tuple[str, str, str, str, str, str]]) -> tuple[str, str]:
+    """The verdict store's text and the pair file's rows (sorted) after merging ``exports`` (file name,
+    editor, id_a, id_b, score, marked_at), each with its rows' overrule cell true, in the order given, into
+    a fresh copy of the annotators' pair file: every mark merged (with --overrule where its row is
+    refused)."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+    for name, who, a, b, score, when in exports:
+        export = _export(tmp_path / name, who, [(a, b, score, when)], overrule="false")
+        try:
+            merge_annotations(export, pairs, log=lambda _: None)
+        except InputError:
+            merge_annotations(export, pairs, overrule=True, log=lambda _: None)
+    rows = sorted(pairs.read_text(encoding="utf-8").splitlines()[1:])
+    return store_path(pairs).read_text(encoding="utf-8"), "\n".join(rows)
+
+
+@pytest.mark.parametrize(("a", "b"), [("n0", "n1")])
+def test_two_editors_exports_merged_in_either_order_give_the_same_store_and_pair_file(
+    tmp_path: Path, a: str, b: str
+) -> None:
+    """desk marked a pair on Monday, bob on Tuesday; each export is merged, with --overrule where it is
+    refused. On n0/n1 (the annotators' training pair) desk's older mark merged last was kept marked
+    superseded, merged first it was not: the store's bytes differed by order. On n2/n3 (a pair nobody had
+    scored) merged bob first, desk's older mark went into bob's history as superseded and the pair file kept
+    bob's row; merged desk first, the pair file kept desk's row and bob's verdict overruled it. The store and
+    the pair file are now the same in either order: bob's newer decision holds, desk's is kept before it."""
+    desk = ("marks-desk.csv", "desk", a, b, "1", MONDAY)
+    bob = ("marks-bob.csv", "bob", a, b, "0", TUESDAY)
+    (tmp_path / "first").mkdir()
+    (tmp_path / "last").mkdir()
+    first = _merged_in_order(tmp_path / "first", [desk, bob])
+    last = _merged_in_order(tmp_path / "last", [bob, desk])
+    assert first[0] == last[0]
+    assert first[1] == last[1]
+    held = load_verdicts(store_path(tmp_path / "first" / "news.tsv")).get((a, b))
+    assert held is not None and (held.annotator, held.score) == ("bob", 0.0)
+    assert [d.annotator for d in held.earlier][-1] == "desk"

@@ -58,16 +58,19 @@ def overruling(verdict: Verdict, prior: Verdict | None, row: PairRow, pairs_file
 def with_superseded(prior: Verdict, mark: Decision) -> Verdict:
     """``prior`` (the decision that holds on its pair) with ``mark``, a decision made no later than it and
     merged after it, kept among its earlier decisions in time order (before the first decision dated after
-    it; the pair file's own score, undated, stays first), marked superseded
-    (:attr:`~nlsim.clusters.verdicts.records.Decision.superseded`): the pair's history is the same
-    whichever was merged first, the mark does not act, and a verdict that overruled nothing (a pair an
-    editor's file added) overrules nothing still.
+    it; the pair file's own score, undated, stays first): the mark does not act. Among the decisions an
+    overruling verdict overrules, it is one of them, as it would be had it been merged first (the pair's
+    history, its bytes included, is the same whichever was merged first); a verdict that overruled nothing
+    (a pair an editor's file added) keeps it marked superseded
+    (:attr:`~nlsim.clusters.verdicts.records.Decision.superseded`), and overrules nothing still.
 
     >>> earlier = (Decision(0.75, "", "p.tsv"), Decision(0.0, "desk", "m1.csv", "2026-03-02T08:15:00Z"))
     >>> bob = Verdict("a", "b", 0.25, annotator="bob", decided_at="2026-03-04T09:00:00Z", earlier=earlier)
     >>> lin = Decision(0.5, "lin", "m2.csv", "2026-03-01T10:00:00+08:00")
-    >>> [d.annotator for d in with_superseded(bob, lin).earlier], with_superseded(bob, lin).score
-    (['', 'lin', 'desk'], 0.25)
+    >>> [(d.annotator, d.superseded) for d in with_superseded(bob, lin).earlier]
+    [('', False), ('lin', False), ('desk', False)]
+    >>> with_superseded(bob, lin).score
+    0.25
     >>> plain = with_superseded(replace(bob, earlier=()), lin)
     >>> [(d.annotator, d.superseded) for d in plain.earlier], plain.overrules
     ([('lin', True)], False)
@@ -79,7 +82,7 @@ def with_superseded(prior: Verdict, mark: Decision) -> Verdict:
         if when is not None and then is not None and then > when:
             at = i
             break
-    kept = replace(mark, superseded=True)
+    kept = replace(mark, superseded=not prior.overrules)  # overruled by it, as if merged first
     return replace(prior, earlier=(*prior.earlier[:at], kept, *prior.earlier[at:]))
 
 
