@@ -966,8 +966,8 @@ def test_a_merge_names_every_problem_of_the_file_in_one_refusal_by_sheet_row(
     assert "sheet row 4, field 'id_b': item 'z5' is paired with itself" in text  # beside its score
     assert text.splitlines()[0] == (
         f"{path}: {len(expected) + 1} problems, each to fix in the file (1 already annotated: pass "
-        "--skip-scored to merge the others, or --overrule to merge the 1 training pair(s) among them as the "
-        "editor's newer decision):"
+        "--skip-scored to merge the others (these kept nowhere), or --overrule to merge the 1 training "
+        "pair(s) among them as the editor's newer decision):"
     )
     assert "sheet row 2," not in text and "sheet row 5," not in text  # the sound rows
     assert pairs.read_bytes() == before

@@ -153,6 +153,10 @@ class MergeResult:
     or a mark kept superseded), each with another note than the one kept with its decision among the
     earlier ones on its pair (a note edited on the page since): the edited note is kept with that decision
     now (the note of the decision that stands is its own editor's), said with the note it replaces."""
+    earliest: tuple[str, ...] = ()
+    """Overruling rows of a mark made before the decision that holds on a pair an editor's file added:
+    each is the pair file's row of its pair now, and the decision that holds overrules it, as had the
+    older file been merged first; each said with the decision that holds."""
 
 
 def _notes_for(fmt: str, new: pd.DataFrame, log: Callable[[str], None]) -> pd.DataFrame:
@@ -222,6 +226,7 @@ def merge_annotations(
         new = _notes_for(fmt, new, log)
         early += cell_problems(new, columns_of(original, new)[0], filled, pairs_file)
         again = _merged_before(new, existing, decided, path, intent)
+        stale = _not_overruling(new, existing, decided, path)
         scored = check_new(
             new,
             existing,
@@ -232,14 +237,21 @@ def merge_annotations(
             early=early,
             intent=intent,
             again=again,
-            older=_not_overruling(new, existing, decided, path),
+            older=stale["older"],
+            history=stale["history"],
         )
         fresh, newer, skipped_scored = _parted(new, scored, skip_scored, filled, pairs_file)
         label = f"{pairs_file} merged with {filled}"
         notes, renoted = _renoted(new, original, scored.again)
-        body = appended(original, fresh, split, fmt, data, label, notes) if len(fresh) or notes else None
+        first = _earliest(newer, scored.overrules, path, existing, decided)
+        earlier = _earliest_rows(newer, original, first)
+        if len(fresh) or notes or earlier[1]:
+            body = appended(original, fresh, split, fmt, data, label, notes, earlier)
+        else:
+            body = None
         # the verdicts are checked and written before the pair file: its rename commits the merge
-        with _verdicts_kept(fresh, newer, scored.overrules, path, existing, decided, log) as kept:
+        rows = scored.overrules
+        with _verdicts_kept(fresh, newer, rows, path, existing, decided, log, set(first.values())) as kept:
             if body is not None:
                 write_checked(target, body.checked, body.write, label)
     total = len(body.checked) if body is not None else len(existing)
@@ -373,6 +385,13 @@ def _merge_said(result: MergeResult, skip_scored: bool) -> str:
             "stands (the newer mark stands, whoever's; of two made at one moment, the one merged first): "
             + "; ".join(result.older)
         )
+    if result.earliest:
+        said += (
+            f"; {len(result.earliest)} mark(s) made before the decision that holds on a pair an editor's "
+            f"file added: each is the pair's row in {result.path} now, and the decision that holds overrules "
+            f"it in {result.verdicts}, which stands (as had the older file been merged first): "
+            + "; ".join(result.earliest)
+        )
     if result.superseded:
         said += (
             f"; of them, {result.superseded} kept among the earlier decisions on their pair, in time order "
@@ -492,17 +511,20 @@ def _held_verdicts(pairs_file: Path, existing: pd.DataFrame) -> Verdicts:
 
 def _not_overruling(
     new: pd.DataFrame, existing: pd.DataFrame, decided: _Decided, pairs_file: Path
-) -> dict[int, str]:
+) -> dict[str, dict[int, str]]:
     """The sheet rows of ``new`` that ``--overrule`` would not merge as a newer decision on their pair,
-    each said with why: its decision was merged before (:func:`~nlsim.clusters.verdicts.holds_already`:
-    the same file merged again, say), or it was marked (``decided.times``) before the decision that holds
-    on the pair (the verdict store's, :func:`~nlsim.clusters.verdicts.newer_than`), which stands."""
+    each said with why, by :func:`~nlsim.annotation.validate.check_new`'s keyword: ``older``, those it
+    would not merge at all, their decision merged before (:func:`~nlsim.clusters.verdicts.holds_already`:
+    the same file merged again, say); ``history``, those it would merge into their pair's history, not
+    acting, marked (``decided.times``) before the decision that holds on the pair (the verdict store's,
+    :func:`~nlsim.clusters.verdicts.newer_than`), which stands."""
+    out: dict[int, str] = {}
+    history: dict[int, str] = {}
     if "id_a" not in new.columns or "id_b" not in new.columns:
-        return {}
+        return {"older": out, "history": history}
     verdicts = _held_verdicts(pairs_file, existing)
     who = new["annotator"] if "annotator" in new.columns else pd.Series([""] * len(new))
     rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
-    out: dict[int, str] = {}
     for row, a, b, score, w in zip(rows, new["id_a"], new["id_b"], new["score"], who, strict=True):
         when = decided.times.get(int(row), "")
         prior = verdicts.get(pair_key(item_id(a), item_id(b))) if item_id(a) and item_id(b) else None
@@ -515,8 +537,63 @@ def _not_overruling(
                 mark, mark.decision, prior, "was merged before (nothing new); the decision that holds is"
             )
         elif when and not newer_than(mark, prior):
-            out[int(row)] = _not_newer_said(mark, prior) + ", which stands"
+            history[int(row)] = _not_newer_said(mark, prior) + ", which stands"
+    return {"older": out, "history": history}
+
+
+def _earliest(
+    newer: pd.DataFrame,
+    rows: dict[int, PairRow],
+    pairs_file: Path,
+    existing: pd.DataFrame,
+    marks: _Decided,
+) -> dict[int, tuple[str, str]]:
+    """The overruling rows of ``newer`` (sheet rows, each with its pair's row of the pair file in ``rows``)
+    that are an editor's mark made before the decision that holds on a pair an editor's file added (the
+    pair file's merged row, its verdict overruling nothing): each by sheet row, with its pair. Merged
+    first, such a mark was the pair file's row and the decision that holds overruled it; so it is now,
+    whichever was merged first (a mark made at the very moment of it stays among its earlier decisions,
+    superseded: of two made at one moment, the one merged first stands)."""
+    if newer.empty or "id_a" not in newer.columns or "id_b" not in newer.columns:
+        return {}
+    verdicts = _held_verdicts(pairs_file, existing)
+    who = newer["annotator"] if "annotator" in newer.columns else pd.Series([""] * len(newer))
+    out: dict[int, tuple[str, str]] = {}
+    for row, a, b, score, w in zip(
+        newer.attrs["rows"], newer["id_a"], newer["id_b"], newer["score"], who, strict=True
+    ):
+        key = pair_key(item_id(a), item_id(b))
+        prior, pair, when = verdicts.get(key), rows.get(int(row)), marks.times.get(int(row), "")
+        if prior is None or pair is None or not when or not pair.merged or prior.overrules or prior.earlier:
+            continue
+        if prior.annotator != pair.annotator or abs(prior.score - pair.score) >= 1e-9:
+            continue  # the pair file's row is not the decision that holds
+        then, now = decided(prior.decided_at), decided(when)
+        annotator = "" if is_blank(w) else str(w)
+        mark = Verdict(key[0], key[1], float(score), annotator=annotator, decided_at=when)
+        if then is None or now is None or now >= then or holds_already(mark, prior, marked=True):
+            continue
+        out[int(row)] = key
     return out
+
+
+def _earliest_rows(
+    newer: pd.DataFrame, original: pd.DataFrame, first: dict[int, tuple[str, str]]
+) -> tuple[pd.DataFrame, dict[int, int]]:
+    """The rows of ``newer`` that ``first`` names (:func:`_earliest`), and the rows of the pair file
+    ``original`` (as read, 0-based) of their pairs, each with its row among them: the pair file's row
+    each is written over."""
+    rows = [int(r) for r in newer.attrs.get("rows") or range(1, len(newer) + 1)]
+    given = _rows_of(newer, rows, [r in first for r in rows])
+    if given.empty:
+        return given, {}
+    place = {first[r]: j for j, r in enumerate(given.attrs["rows"])}
+    at: dict[int, int] = {}
+    for i, (a, b) in enumerate(zip(original["id_a"], original["id_b"], strict=True)):
+        key = pair_key(item_id(a), item_id(b))
+        if key in place:
+            at[i] = place[key]
+    return given, at
 
 
 def _rows_of(new: pd.DataFrame, rows: list[int], keep: list[bool]) -> pd.DataFrame:
@@ -541,6 +618,7 @@ class _Kept:
     renoted: tuple[str, ...] = ()
     renoted_earlier: tuple[str, ...] = ()
     confirmed: int = 0
+    earliest: tuple[str, ...] = ()
 
     def told(self, result: MergeResult) -> None:
         """Put what was done to the verdict store into the merge's ``result``."""
@@ -551,6 +629,7 @@ class _Kept:
             self.renoted_earlier,
             self.confirmed,
         )
+        result.earliest = self.earliest
 
 
 @dataclass(frozen=True)
@@ -573,6 +652,7 @@ def _verdicts_kept(
     existing: pd.DataFrame,
     decided: _Decided,
     log: Callable[[str], None],
+    first: set[tuple[str, str]] | None = None,
 ) -> Iterator[_Kept]:
     """Add the merged pairs that have both item ids (``fresh``) and the overruling rows (``newer``, each
     with its pair's row of the pair file in ``rows``, by sheet row) to the verdict store of ``pairs_file``,
@@ -599,7 +679,8 @@ def _verdicts_kept(
     for line in check.notes():
         log(line)
     by_key = {pair_key(r.id_a, r.id_b): r for r in rows.values()}
-    kept, overrules, amended = _sorted_out(wanted, marked, check, by_key, pairs_file, NOTES in newer.columns)
+    noted = NOTES in newer.columns
+    kept, overrules, amended = _sorted_out(wanted, marked, check, by_key, pairs_file, noted, first or set())
     store = check.path
     if not records and not overrules and not amended:
         yield kept  # every overrule holds already: nothing to write
@@ -626,6 +707,7 @@ def _sorted_out(
     by_key: dict[tuple[str, str], PairRow],
     pairs_file: Path,
     noted: bool = False,
+    first: set[tuple[str, str]] | None = None,
 ) -> tuple[_Kept, list[Verdict], dict[tuple[str, str], Verdict]]:
     """The overruling rows ``wanted`` sorted out against the verdicts that hold (``check``): those merged
     before (:func:`~nlsim.clusters.verdicts.holds_already`), the marks (``marked``: dated by when they were
@@ -635,8 +717,12 @@ def _sorted_out(
     (:func:`~nlsim.clusters.verdicts.with_superseded`: a verdict that overruled nothing, a pair an editor's
     file added, overrules nothing still), or, from a file with notes (``noted``), with the note its
     editor's row gives its decision: the decision that holds (:func:`_renoted_verdict`), or the one among
-    the earlier decisions that the row sends again (:func:`_renoted_earlier`)."""
+    the earlier decisions that the row sends again (:func:`_renoted_earlier`). A mark on a pair of
+    ``first`` (:func:`_earliest`: older than the merged row of another editor, which it is written over in
+    the pair file) is the decision the one that holds overrules, as had it been merged first: that verdict
+    takes its own note from the pair file's row it held."""
     since: list[str] = []
+    earliest: list[str] = []
     older: list[str] = []
     renoted: list[str] = []
     renoted_earlier: list[str] = []
@@ -647,20 +733,27 @@ def _sorted_out(
         if holds_already(v, prior, marked=timed):
             if prior is not None and (d := overruled_since(v, prior, marked=timed)) is not None:
                 since.append(_both_said(v, d, prior))
-                if noted and (renewed := _renoted_earlier(prior, d, v.notes)) is not None:
+                row = by_key[v.key]
+                if d == prior.overruled and row.merged and not d.notes and v.notes == row.notes:
+                    pass  # the pair file's merged row records the decision, with this note
+                elif noted and (renewed := _renoted_earlier(prior, d, v.notes)) is not None:
                     amended[v.key] = renewed
                     renoted_earlier.append(_renote_said(v.id_a, v.id_b, v.notes, d.notes))
             elif prior is not None and noted and (renewed := _renoted_verdict(v, prior)) is not None:
                 amended[v.key] = renewed
                 renoted.append(_renote_said(v.id_a, v.id_b, v.notes, prior.notes))
+        elif prior is not None and v.key in (first or set()):
+            earliest.append(_not_newer_said(v, prior))
+            mark = replace(v.decision, notes="")  # its note is the pair file's row's
+            amended[v.key] = replace(prior, notes=by_key[v.key].notes, earlier=(mark,))
         elif timed and prior is not None and not newer_than(v, prior):
             older.append(_not_newer_said(v, prior))
             # the pair's history: kept in it, superseded by the decision that holds (which overrules it not)
             amended[v.key] = with_superseded(amended.get(v.key, prior), v.decision)
         else:
             overrules.append(overruling(v, prior, by_key[v.key], pairs_file))
-    already = len(wanted) - len(overrules) - len(older)
-    superseded = len(amended) - len(renoted) - len(renoted_earlier)  # one row a pair: amended one way
+    already = len(wanted) - len(overrules) - len(older) - len(earliest)
+    superseded = len(amended) - len(renoted) - len(renoted_earlier) - len(earliest)  # one way a pair
     kept = _Kept(
         check.path,
         len(overrules),
@@ -671,6 +764,7 @@ def _sorted_out(
         tuple(renoted),
         tuple(renoted_earlier),
         sum(1 for v in overrules if _confirms_held(v)),
+        tuple(earliest),
     )
     return kept, overrules, amended
 

@@ -2,7 +2,9 @@
 
 The editors' rows are appended: a TSV or CSV pair file keeps its existing rows byte for byte (its byte-order
 mark and line endings too; a column the merge adds is left empty for them), but for the note of a merged row
-an editor sent again with the note edited; a Parquet pair file keeps one type a column. The new file is
+an editor sent again with the note edited, and a merged row an older mark of another editor is written over
+(as it would have been appended: the newer decision overrules it in the verdict store); a Parquet pair file
+keeps one type a column. The new file is
 written beside the old one, read back with the pair reader and compared, then
 renamed into place keeping the file's permissions (a symbolic link's target rewritten): a write that would
 not read back changes nothing.
@@ -52,12 +54,16 @@ def appended(
     data: bytes,
     label: str,
     notes: dict[int, str] | None = None,
+    earlier: tuple[pd.DataFrame, dict[int, int]] | None = None,
 ) -> _Body:
     """The pair file ``original`` (its bytes ``data`` for a text file) with the rows ``fresh`` appended in
     ``split``, validated before anything is written (no pair twice, none in two splits); ``notes``: the
     new note of some of its rows (by 0-based row: a note edited since the row was merged), the rest of
-    their cells (and every other row) kept."""
-    columns, extra = columns_of(original, fresh)
+    their cells (and every other row) kept; ``earlier``: editors' rows, each written over the rows (0-based,
+    with the editors' row of each) of its pair (a mark older than the merged row of another editor, whose
+    decision overrules it in the verdict store), as it would have been appended, in its row's split."""
+    given, at = earlier if earlier is not None else (fresh.iloc[:0], {})
+    columns, extra = columns_of(original, pd.concat([fresh, given], ignore_index=True))
     if notes and NOTES not in columns:
         columns.append(NOTES)
         extra.append(NOTES)
@@ -67,6 +73,15 @@ def appended(
         original[NOTES] = original[NOTES].astype(object)
         for i, note in notes.items():
             original.iloc[i, original.columns.get_loc(NOTES)] = note
+    over = {i: _rows_to_add(given.iloc[[j]], columns, str(original["split"].iloc[i])) for i, j in at.items()}
+    for i, row in over.items():
+        for col in columns:
+            value = row[col].iloc[0]
+            if pd.api.types.is_numeric_dtype(original[col]):
+                original.iloc[i, original.columns.get_loc(col)] = float(value)
+            else:
+                original[col] = original[col].astype(object)
+                original.iloc[i, original.columns.get_loc(col)] = value
     add = _rows_to_add(fresh, columns, split)
     if fmt == "parquet":  # one type a column (TSV and CSV cells are all text)
         if pd.api.types.is_numeric_dtype(original["score"]):
@@ -81,7 +96,8 @@ def appended(
         if fmt == "parquet":
             merged.to_parquet(tmp, index=False)
         else:
-            tmp.write_bytes(_text_bytes(data, fmt, extra, add[columns], _note_cells(original, notes, label)))
+            cells = _note_cells(original, notes, label, {i: row[columns] for i, row in over.items()})
+            tmp.write_bytes(_text_bytes(data, fmt, extra, add[columns], cells))
 
     return _Body(checked, write)
 
@@ -116,44 +132,55 @@ def _rows_to_add(new: pd.DataFrame, columns: list[str], split: str) -> pd.DataFr
     return add
 
 
-def _note_cells(original: pd.DataFrame, notes: dict[int, str] | None, label: str) -> _Cells | None:
-    """The notes cells to write into the rows of ``original`` (0-based) that ``notes`` gives a new note,
-    each row known by its pair id, or by its item ids in a pair file without pair ids (checked before its
-    cell is written); ``label`` names the file."""
-    if not notes:
+def _note_cells(
+    original: pd.DataFrame,
+    notes: dict[int, str] | None,
+    label: str,
+    rows: dict[int, pd.DataFrame] | None = None,
+) -> _Cells | None:
+    """The cells to write into the rows of ``original`` (0-based): the note of those ``notes`` gives a new
+    note, every cell of those ``rows`` gives (a row of the pair file's columns, as appended); each row known
+    by its pair id, or by its item ids in a pair file without pair ids (checked before its cells are
+    written); ``label`` names the file."""
+    if not notes and not rows:
         return None
     keys = ("pair_id",) if "pair_id" in original.columns else ("id_a", "id_b")
     values = list(zip(*(original[k].astype(str).tolist() for k in keys), strict=True))
     columns = list(original.columns)
-    rows = {i: (values[i], n) for i, n in notes.items()}
-    return _Cells(columns.index(NOTES), tuple(columns.index(k) for k in keys), rows, label)
+    cells: dict[int, tuple[tuple[str, ...], dict[int, str]]] = {
+        i: (values[i], {columns.index(NOTES): n}) for i, n in (notes or {}).items()
+    }
+    for i, row in (rows or {}).items():
+        given = row.astype(str).iloc[0]
+        cells[i] = (values[i], {columns.index(c): given[c] for c in row.columns})
+    return _Cells(tuple(columns.index(k) for k in keys), cells, label)
 
 
 @dataclass(frozen=True)
 class _Cells:
-    """New cells of one column for some data rows of a text pair file: the column's place, the places of
-    the columns that tell a row's pair (its pair id, or its item ids), and each row's (0-based) pair as
-    those columns hold it (the row checked to be that pair's) and new cell."""
+    """New cells for some data rows of a text pair file: the places of the columns that tell a row's pair
+    (its pair id, or its item ids), and each row's (0-based) pair as those columns hold it (the row checked
+    to be that pair's) and its new cells, by column place."""
 
-    column: int
     pair_columns: tuple[int, ...]
-    rows: dict[int, tuple[tuple[str, ...], str]]
+    rows: dict[int, tuple[tuple[str, ...], dict[int, str]]]
     label: str
 
     def set_in(self, record: str, row: int, fmt: str) -> str:
-        """``record`` (data row ``row``, without its line ending) with its cell written, when it has one."""
+        """``record`` (data row ``row``, without its line ending) with its cells written, when it has any."""
         if row not in self.rows:
             return record
-        want, cell = self.rows[row]
+        want, given = self.rows[row]
         if fmt == "csv":
             cells = csv_records(record, "\n", strict=False)[0]  # a "\r" alone: in its field, as read
         else:
             cells = record.split("\t")
-        places = (*self.pair_columns, self.column)
+        places = (*self.pair_columns, *given)
         if max(places) >= len(cells) or tuple(cells[i] for i in self.pair_columns) != want:
-            why = f"the row is not pair {'/'.join(want)!r} as read, its note not written: nothing changed"
-            raise InputError(self.label, row + 1, NOTES, why)
-        cells[self.column] = cell
+            why = f"the row is not pair {'/'.join(want)!r} as read, its cells not written: nothing changed"
+            raise InputError(self.label, row + 1, NOTES if len(given) == 1 else None, why)
+        for place, cell in given.items():
+            cells[place] = cell
         if fmt != "csv":
             return "\t".join(cells)
         buf = io.StringIO()

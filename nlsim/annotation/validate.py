@@ -854,6 +854,9 @@ class Scored:
     again: frozenset[int] = frozenset()
     """Rows whose verdict was merged before from another file (marks exported again): skipped, no
     conflict."""
+    earlier: frozenset[int] = frozenset()
+    """Rows of :attr:`conflicts` on training pairs marked before the decision that holds on their pair,
+    which ``--overrule`` keeps in the pair's history, not acting."""
 
     @property
     def skipped(self) -> set[int]:
@@ -869,14 +872,15 @@ def _scored(
     intent: set[int],
     again: set[int] | None = None,
     older: dict[int, str] | None = None,
+    history: dict[int, str] | None = None,
 ) -> Scored:
     """The rows of ``new`` the pair file already scores (``conflicts``, by :func:`_conflicts`), parted:
     those meant to overrule (``intent``, sheet rows) whose pair the pair file holds by the same item ids in
     its training split are overrules; one on a validation or test pair, or on a pair the pair file holds
     under other item ids, is refused by name; those ``again`` names (sheet rows: the verdict merged before
-    from another file) are skipped; the rest stay conflicts (those ``older`` names, merged before or marked
-    before the decision that holds on their pair, are not among the training pairs ``--overrule`` would
-    merge)."""
+    from another file) are skipped; the rest stay conflicts (those ``older`` names, merged before, and those
+    ``history`` names, marked before the decision that holds on their pair, are not among the training
+    pairs ``--overrule`` would merge as the editor's newer decision)."""
     rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
     at = {int(r): i for i, r in enumerate(rows)}
     held = pair_rows(existing)
@@ -884,6 +888,7 @@ def _scored(
     refused: list[InputError] = []
     plain: list[InputError] = []
     could = 0
+    earlier: set[int] = set()
     skipped: set[int] = set()
     for e in conflicts:
         if int(e.row or 0) in (again or set()):
@@ -895,12 +900,14 @@ def _scored(
         trainable = row is not None and row.split == ACTING_SPLIT
         if e.row not in intent:
             plain.append(e)
-            could += trainable and int(e.row or 0) not in (older or {})
+            could += trainable and int(e.row or 0) not in {**(older or {}), **(history or {})}
+            if trainable and int(e.row or 0) in (history or {}):
+                earlier.add(int(e.row or 0))
         elif trainable and row is not None:
             overrules[int(e.row or 0)] = row
         else:
             refused.append(_unoverruled(e, row, filled))
-    return Scored(tuple(plain), overrules, tuple(refused), could, frozenset(skipped))
+    return Scored(tuple(plain), overrules, tuple(refused), could, frozenset(skipped), frozenset(earlier))
 
 
 def _unoverruled(e: InputError, row: PairRow | None, filled: str | Path) -> InputError:
@@ -930,6 +937,7 @@ def check_new(
     intent: set[int] | None = None,
     again: set[int] | None = None,
     older: dict[int, str] | None = None,
+    history: dict[int, str] | None = None,
 ) -> Scored:
     """Refuse the editors' file naming every problem at once, one line a row and field: ``early`` (the
     file's own, :func:`validate_filled`, and the cells the pair file cannot hold, :func:`cell_problems`),
@@ -937,11 +945,13 @@ def check_new(
     (:func:`check_texts`' problems); a row meant to overrule (``intent``, sheet rows) a training pair is
     no conflict (:func:`_scored`), nor a row ``again`` names (sheet rows whose verdict was merged before
     from another file: skipped); with ``skip_scored`` a pair already annotated is no conflict (the
-    merge skips it, and what else its row holds). A conflict ``older`` names (sheet rows ``--overrule``
-    would not merge: merged before, or marked before the decision that holds on their pair, each said with
-    why) is said so. Returns the rows the pair file already scores."""
+    merge skips it, and what else its row holds, kept nowhere). A conflict ``older`` names (sheet rows
+    ``--overrule`` would not merge: merged before, each said with why) is said so, and so is one
+    ``history`` names (sheet rows marked before the decision that holds on their pair, each said with it:
+    ``--overrule`` merges such a row into the pair's history, not acting). Returns the rows the pair file
+    already scores."""
     conflicts, other = _conflicts(new, existing, filled, pairs_file)
-    scored = _scored(new, existing, conflicts, filled, intent or set(), again, older)
+    scored = _scored(new, existing, conflicts, filled, intent or set(), again, older, history)
     found = found or []
     early = early or []
     if skip_scored:
@@ -960,11 +970,20 @@ def check_new(
         return scored
     what = "problems, each to fix in the file" if early or found else "rows conflict with the pair file"
     if scored.conflicts and not skip_scored:
-        hint = f"{len(scored.conflicts)} already annotated: pass --skip-scored to merge the others"
+        hint = (
+            f"{len(scored.conflicts)} already annotated: pass --skip-scored to merge the others (these "
+            "kept nowhere)"
+        )
         if scored.could:
             hint += (
                 f", or --overrule to merge the {scored.could} training pair(s) among them as the editor's "
                 "newer decision"
+            )
+        kept = [history[int(e.row or 0)] for e in scored.conflicts if int(e.row or 0) in scored.earlier]
+        if kept and history:
+            hint += (
+                f"; {len(kept)} of them marked before the decision that holds on their pair, which stands: "
+                "--overrule keeps each in the pair's history, in time order, not acting: " + "; ".join(kept)
             )
         stale = [older[int(e.row or 0)] for e in scored.conflicts if int(e.row or 0) in (older or {})]
         if stale and older:

@@ -184,8 +184,8 @@ def _merge_parser(sub: Any) -> None:
     m.add_argument(
         "--skip-scored",
         action="store_true",
-        help="skip the rows whose pair is already annotated (say how many) and merge the rest, instead of "
-        "refusing the file",
+        help="skip the rows whose pair is already annotated (say how many; they are kept nowhere) and merge "
+        "the rest, instead of refusing the file",
     )
     m.add_argument(
         "--overrule",
@@ -194,7 +194,9 @@ def _merge_parser(sub: Any) -> None:
         "decision: kept in the verdict store as the pair's verdict (the earlier decisions kept with it), the "
         "pair file left as it is; it acts in the next reports and the next training reads it (a page export "
         "says so per row in its `overrule` column; of two decisions on a pair, the one marked later stands, "
-        "by the export's `marked_at`). Validation and test pairs are never overruled",
+        "by the export's `marked_at`, the older kept in the pair's history whichever file is merged first: "
+        "on a pair an editor's file added, the older mark takes the pair file's row, which the newer "
+        "decision overrules). Validation and test pairs are never overruled",
     )
     m.set_defaults(func=run_merge)
 

@@ -158,11 +158,17 @@ def test_two_editors_marks_of_a_pair_nobody_had_scored_leave_the_newer_standing(
         assert "--overrule to merge the 1 training pair(s)" in said and "newer decision" in said, said
     else:
         assert "--overrule to merge" not in said and "newer decision" not in said, said
-        assert "--overrule would not merge either" in said and "is older than the decision" in said, said
-        assert "bob's 0" in said and "which stands" in said, said
+        assert "--overrule would not merge" not in said, said
+        assert (
+            "1 of them marked before the decision that holds on their pair, which stands: --overrule keeps"
+            in (said)
+        )
+        assert "is older than the decision" in said and "bob's 0" in said and "which stands" in said, said
     merge_annotations(last, pairs, overrule=True, log=lambda _: None)
     held = load_verdicts(store_path(pairs)).get(("n2", "n3"))
     assert held is not None and (held.score, held.annotator, held.decided_at) == (0.0, "bob", TUESDAY)
+    assert [(d.annotator, d.score, d.decided_at) for d in held.earlier] == [("desk", 1.0, MONDAY)]
+    assert load_pairs(pairs).set_index("id_a").loc["n2", "annotator"] == "desk"
 
 
 def test_an_export_without_mark_times_merges_as_before(tmp_path: Path) -> None:
@@ -577,16 +583,15 @@ def test_a_note_edited_on_a_mark_another_decision_stands_over_is_kept_with_that_
     assert store_path(pairs).read_bytes() == store
 
 
-def test_an_older_mark_merged_after_a_pair_a_merge_added_is_kept_superseded_and_overrules_nothing(
+def test_an_older_mark_merged_after_a_pair_a_merge_added_is_the_pair_files_row_as_if_merged_first(
     tmp_path: Path,
 ) -> None:
-    """desk marked n2/n3, a pair nobody had scored, 0 on Monday: the merge added it (a verdict that
-    overrules nothing). bob's mark of it, 0.25 on Sunday with a note, merged after, was said and kept
-    nowhere, its note lost; in an overruled pair's history it would have been kept, superseded. It is now
-    kept in desk's verdict's history, superseded, without making desk's verdict an overrule: the run's count
-    of verdicts overruling the annotators' score (run.json, the card's "overruling the annotators' score")
-    and what training reads are unchanged, the store is in step, and bob's mark sent again adds nothing. A
-    newer overrule of the pair then overrules desk's decision (the pair file's), and holds."""
+    """desk marked n2/n3, a pair nobody had scored, 0 on Monday: the merge added it. bob's mark of it, 0.25
+    on Sunday with a note, merged after, was kept in desk's history as superseded, the pair file keeping
+    desk's row; merged first, bob's row would be the pair file's and desk's verdict would overrule it. It is
+    now so whichever is merged first: bob's row (with its note) is the pair file's, desk's decision (with
+    its note) overrules it and is what training reads, the store is in step, and bob's mark sent again adds
+    nothing. A newer overrule of the pair then overrules desk's decision, and holds."""
     from nlsim.annotation.merge import check_verdicts
     from nlsim.clusters.verdicts import training_pairs
     from nlsim.dedup.editors import read_editors
@@ -608,13 +613,16 @@ def test_an_older_mark_merged_after_a_pair_a_merge_added_is_kept_superseded_and_
     merge_annotations(bob, pairs, log=said.append)
     held = load_verdicts(store_path(pairs)).get(("n2", "n3"))
     assert held is not None and (held.annotator, held.score, held.decided_at) == ("desk", 0.0, MONDAY), said
+    assert held.notes == "two floods"
     assert [(d.annotator, d.score, d.decided_at, d.notes, d.superseded) for d in held.earlier] == [
-        ("bob", 0.25, sunday, "one storm", True)
+        ("bob", 0.25, sunday, "", False)
     ], said
-    assert "1 kept among the earlier decisions on their pair, in time order" in " ".join(said), said
-    assert not held.overrules and held.as_dict()["overrules"] is False
-    assert overruling_count() == 0
-    assert training_pairs(pairs).overruled == () and len(load_pairs(pairs)) == 2
+    assert "1 mark(s) made before the decision that holds on a pair an editor's file added" in " ".join(said)
+    assert "n2/n3: bob's 0.25 (marks-bob.csv, 2026-03-01T08:00:00Z) is older than" in " ".join(said), said
+    row = load_pairs(pairs).set_index("id_a").loc["n2"]
+    assert (row["score"], row["annotator"], row["notes"]) == (0.25, "bob", "one storm")
+    assert held.overrules and overruling_count() == 1
+    assert [v.annotator for v in training_pairs(pairs).overruled] == ["desk"] and len(load_pairs(pairs)) == 2
     lines: list[str] = []
     assert check_verdicts(pairs, log=lines.append).in_step, lines
     store = store_path(pairs).read_bytes()
@@ -626,8 +634,8 @@ def test_an_older_mark_merged_after_a_pair_a_merge_added_is_kept_superseded_and_
     merge_annotations(lin, pairs, log=lambda _: None)
     held = load_verdicts(store_path(pairs)).get(("n2", "n3"))
     assert held is not None and (held.annotator, held.overrules) == ("lin", True)
-    assert [(d.annotator, d.superseded) for d in held.earlier] == [("bob", True), ("desk", False)]
-    assert held.overruled is not None and held.overruled.annotator == "desk"
+    assert [(d.annotator, d.superseded) for d in held.earlier] == [("bob", False), ("desk", False)]
+    assert held.overruled is not None and held.overruled.annotator == "bob"
     assert check_verdicts(pairs, log=lambda _: None).in_step and overruling_count() == 1
     scores = training_pairs(pairs).pairs.set_index("id_a")["score"].to_dict()
     assert scores["n2"] == 0.5
@@ -680,7 +688,7 @@ def _merged_in_order(tmp_path: Path, exports: list[tuple[str, str, str, str, str
     return store_path(pairs).read_text(encoding="utf-8"), "\n".join(rows)
 
 
-@pytest.mark.parametrize(("a", "b"), [("n0", "n1")])
+@pytest.mark.parametrize(("a", "b"), [("n0", "n1"), ("n2", "n3")])
 def test_two_editors_exports_merged_in_either_order_give_the_same_store_and_pair_file(
     tmp_path: Path, a: str, b: str
 ) -> None:
