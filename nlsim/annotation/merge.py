@@ -549,11 +549,11 @@ def _earliest(
     marks: _Decided,
 ) -> dict[int, tuple[str, str]]:
     """The overruling rows of ``newer`` (sheet rows, each with its pair's row of the pair file in ``rows``)
-    that are an editor's mark made before the decision that holds on a pair an editor's file added (the
-    pair file's merged row, its verdict overruling nothing): each by sheet row, with its pair. Merged
-    first, such a mark was the pair file's row and the decision that holds overruled it; so it is now,
-    whichever was merged first (a mark made at the very moment of it stays among its earlier decisions,
-    superseded: of two made at one moment, the one merged first stands)."""
+    that are an editor's mark made before the decision the pair file's row records on a pair an editor's
+    file added (its merged row: the verdict that holds, overruling nothing, or the decision it overrules):
+    each by sheet row, with its pair. Merged first, such a mark was the pair file's row and the later
+    decisions overruled it; so it is now, whichever was merged first (a mark made at the very moment of it
+    stays among the earlier decisions: of two made at one moment, the one merged first stands)."""
     if newer.empty or "id_a" not in newer.columns or "id_b" not in newer.columns:
         return {}
     verdicts = _held_verdicts(pairs_file, existing)
@@ -564,11 +564,12 @@ def _earliest(
     ):
         key = pair_key(item_id(a), item_id(b))
         prior, pair, when = verdicts.get(key), rows.get(int(row)), marks.times.get(int(row), "")
-        if prior is None or pair is None or not when or not pair.merged or prior.overrules or prior.earlier:
+        if prior is None or pair is None or not when or not pair.merged:
             continue
-        if prior.annotator != pair.annotator or abs(prior.score - pair.score) >= 1e-9:
-            continue  # the pair file's row is not the decision that holds
-        then, now = decided(prior.decided_at), decided(when)
+        held = prior.overruled if prior.overrules else (None if prior.earlier else prior.decision)
+        if held is None or held.annotator != pair.annotator or abs(held.score - pair.score) >= 1e-9:
+            continue  # the pair file's row is not the decision the store gives it
+        then, now = decided(held.decided_at), decided(when)
         annotator = "" if is_blank(w) else str(w)
         mark = Verdict(key[0], key[1], float(score), annotator=annotator, decided_at=when)
         if then is None or now is None or now >= then or holds_already(mark, prior, marked=True):
@@ -745,7 +746,13 @@ def _sorted_out(
         elif prior is not None and v.key in (first or set()):
             earliest.append(_not_newer_said(v, prior))
             mark = replace(v.decision, notes="")  # its note is the pair file's row's
-            amended[v.key] = replace(prior, notes=by_key[v.key].notes, earlier=(mark,))
+            if prior.overrules and prior.overruled is not None:  # the row's decision, overruled: its note
+                at = prior.earlier.index(prior.overruled)
+                was = replace(prior.overruled, notes=by_key[v.key].notes)
+                earlier = (*prior.earlier[:at], mark, was, *prior.earlier[at + 1 :])
+                amended[v.key] = replace(prior, earlier=earlier)
+            else:
+                amended[v.key] = replace(prior, notes=by_key[v.key].notes, earlier=(mark,))
         elif timed and prior is not None and not newer_than(v, prior):
             older.append(_not_newer_said(v, prior))
             # the pair's history: kept in it, superseded by the decision that holds (which overrules it not)

@@ -709,3 +709,27 @@ def test_two_editors_exports_merged_in_either_order_give_the_same_store_and_pair
     held = load_verdicts(store_path(tmp_path / "first" / "news.tsv")).get((a, b))
     assert held is not None and (held.annotator, held.score) == ("bob", 0.0)
     assert [d.annotator for d in held.earlier][-1] == "desk"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("order", ["bob lin desk", "lin bob desk", "desk lin bob", "lin desk bob"])
+def test_three_editors_marks_of_a_pair_an_editors_file_added_give_the_same_store_and_pair_file_in_any_order(
+    tmp_path: Path, order: str
+) -> None:
+    """desk (Monday), bob (Tuesday) and lin (Wednesday) marked n2/n3, which nobody had scored. Merged bob,
+    lin, then desk, desk's oldest mark went into lin's history after bob's, the pair file keeping bob's
+    row. In any order the pair file's row is now desk's, lin's decision holds and overrules bob's, which
+    overruled desk's, each note kept once."""
+    marks = {
+        "desk": ("marks-desk.csv", "desk", "n2", "n3", "1", MONDAY),
+        "bob": ("marks-bob.csv", "bob", "n2", "n3", "0", TUESDAY),
+        "lin": ("marks-lin.csv", "lin", "n2", "n3", "0.75", WEDNESDAY),
+    }
+    (tmp_path / "first").mkdir()
+    (tmp_path / "other").mkdir()
+    first = _merged_in_order(tmp_path / "first", [marks["desk"], marks["bob"], marks["lin"]])
+    other = _merged_in_order(tmp_path / "other", [marks[who] for who in order.split()])
+    assert other == first
+    held = load_verdicts(store_path(tmp_path / "other" / "news.tsv")).get(("n2", "n3"))
+    assert held is not None and held.annotator == "lin"
+    assert [(d.annotator, d.superseded) for d in held.earlier] == [("desk", False), ("bob", False)]
