@@ -225,21 +225,7 @@ def merge_annotations(
         new, found = check_texts(new, known_texts(existing, pairs_file, corpus, text_field), filled, corpus)
         new = _notes_for(fmt, new, log)
         early += cell_problems(new, columns_of(original, new)[0], filled, pairs_file)
-        again = _merged_before(new, existing, decided, path, intent)
-        stale = _not_overruling(new, existing, decided, path)
-        scored = check_new(
-            new,
-            existing,
-            filled,
-            pairs_file,
-            skip_scored=skip_scored,
-            found=found,
-            early=early,
-            intent=intent,
-            again=again,
-            older=stale["older"],
-            history=stale["history"],
-        )
+        scored = _checked(new, existing, decided, path, intent, filled, skip_scored, found, early)
         fresh, newer, skipped_scored = _parted(new, scored, skip_scored, filled, pairs_file)
         label = f"{pairs_file} merged with {filled}"
         notes, renoted = _renoted(new, original, scored.again)
@@ -260,6 +246,36 @@ def merge_annotations(
     kept.told(result)
     log(_merge_said(result, skip_scored))
     return result
+
+
+def _checked(
+    new: pd.DataFrame,
+    existing: pd.DataFrame,
+    decided: _Decided,
+    path: Path,
+    intent: set[int],
+    filled: str | Path,
+    skip_scored: bool,
+    found: list[InputError],
+    early: list[InputError],
+) -> Scored:
+    """The editor's rows ``new`` checked against the pair file at ``path`` (:func:`check_new`, every problem
+    named at once), knowing the decisions merged before (:func:`_merged_before`) and the marks that
+    ``--overrule`` would not merge as a newer decision (:func:`_not_overruling`)."""
+    stale = _not_overruling(new, existing, decided, path)
+    return check_new(
+        new,
+        existing,
+        filled,
+        path,
+        skip_scored=skip_scored,
+        found=found,
+        early=early,
+        intent=intent,
+        again=_merged_before(new, existing, decided, path, intent),
+        older=stale["older"],
+        history=stale["history"],
+    )
 
 
 def _read_filled(
