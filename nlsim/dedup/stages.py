@@ -478,11 +478,16 @@ def neighbors(
     hours = timedelta(hours=opts.window_hours) if opts.window_hours else None
     q = window.query_rows
     rep = None if window.copies is None or not window.copies.count else window.copies.rep
+    grown = np.zeros(0, np.int64)
     if rep is not None:
         # a copy's neighbours are its representative's; within a time window a group that gained a copy
         # (an undated one, one sent late) may now reach items its earlier members did not, so its
         # representative is searched again, as a batch run searches it with every copy it holds
-        q = np.unique(rep[q]) if hours is not None else q[rep[q] == q]
+        gained = np.unique(rep[q[rep[q] != q]])  # the groups that gained a copy today
+        # a group asks for as many neighbours as it has copies (k at least): one that now has more than
+        # k asks for more than an earlier day's search gave it, so it is searched again
+        grown = gained[np.bincount(rep, minlength=len(rep))[gained] > opts.k]
+        q = np.unique(rep[q]) if hours is not None else np.union1d(q[rep[q] == q], grown)
     extra = {} if rep is None else {"copies": rep}
     found = (search or neighbor_pairs)(
         window.index,
@@ -495,14 +500,34 @@ def neighbors(
         progress=progress,
         **extra,
     )
-    if hours is not None and rep is not None and len(found):
+    if rep is not None and len(found) and (hours is not None or grown.size):
         # a group searched again for a copy it gained: what it finds between earlier days' items alone is a
-        # pair those days found (the state keeps it), not one that joined a story today
+        # pair those days found (the state keeps it), not one that joined a story today; one that asks
+        # for more neighbours than before finds such pairs no earlier day did, and keeps those
         asked = np.zeros(len(window.ids), bool)
         asked[window.query_rows] = True
-        found = found[asked[found["a"].to_numpy()] | asked[found["b"].to_numpy()]].reset_index(drop=True)
+        a, b = found["a"].to_numpy(), found["b"].to_numpy()
+        keep = asked[a] | asked[b]
+        more = np.zeros(len(window.ids), bool)
+        more[grown] = True
+        more = ~keep & (more[rep[a]] | more[rep[b]])
+        if more.any():
+            keep[np.flatnonzero(more)[~_kept_before(window, a[more], b[more])]] = True
+        found = found[keep].reset_index(drop=True)
     # a group of copies is scored by its representative's vector, whichever copy the search hit
     return found if rep is None else scored_by_representatives(found, window.embeddings, rep, floor)
+
+
+def _kept_before(window: Window, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Whether each pair of window rows ``a``, ``b`` is one an earlier run kept (``window.old_pairs``)."""
+    old = window.old_pairs
+    if not len(old):
+        return np.zeros(len(a), bool)
+    ids = window.ids.astype(str)
+    x, y = old["id_a"].astype(str).to_numpy(), old["id_b"].astype(str).to_numpy()
+    kept = {(min(p, q), max(p, q)) for p, q in zip(x.tolist(), y.tolist(), strict=True)}
+    ends = zip(ids[a].tolist(), ids[b].tolist(), strict=True)
+    return np.array([(min(p, q), max(p, q)) in kept for p, q in ends], dtype=bool)
 
 
 def readable(

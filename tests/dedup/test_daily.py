@@ -1597,3 +1597,47 @@ def test_the_last_day_run_again_after_an_upgrade_with_the_editors_files_gives_it
     again = run_daily(_config(days[1], out, **config), state, retention_days=None, encoder=HashEncoder())
     assert again.replayed and again.run_id == r2.run_id and len(again.clusters) == 2
     assert (out / "latest").resolve() == r2.report_dir.resolve()
+
+
+def _angles_corpus(rows: list[tuple[str, str, int, int]]) -> pd.DataFrame:
+    """Items from ``(id, title, day, hour)`` rows (titles ``"story at <angle>"``, :class:`AngleEncoder`)."""
+    return pd.DataFrame(
+        {
+            "id": [r[0] for r in rows],
+            "title": [r[1] for r in rows],
+            "published_at": [T + pd.Timedelta(days=r[2] - 1, hours=r[3]) for r in rows],
+        }
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("window_hours", [None, 72.0])
+def test_a_group_that_gains_copies_on_a_later_day_asks_for_as_many_neighbours_as_in_a_batch_run(
+    tmp_path: Path, window_hours: float | None
+) -> None:
+    """k = 2. Day 1: g and a copy of it (at 0 degrees), x and y beside it (10 and -12), z at 40 with w1
+    and w2 (60 and 62) nearer to it than g is. The group g asks for two neighbours and meets x and y; z
+    meets w1 and w2: two stories. Day 2: a third copy of g, so the group now asks for three neighbours, as
+    a batch run over both days asks: its third is z, which joins the two stories. The daily run searched
+    the group again and ends with the batch run's one cluster, with a time window too (its pair with z
+    is one of two earlier items, which no earlier day found)."""
+    rows = [
+        ("g", "story at 0", 1, 0),
+        ("g1", "STORY AT 0", 1, 1),
+        ("x", "story at 10", 1, 2),
+        ("y", "story at -12", 1, 3),
+        ("z", "story at 40", 1, 4),
+        ("w1", "story at 60", 1, 5),
+        ("w2", "story at 62", 1, 6),
+        ("g2", "Story at 0", 2, 0),
+    ]
+    corpus = _angles_corpus(rows)
+    days = split_days(corpus, tmp_path / "in", ["2024-01-02"])
+    kw = dict(model="angles", threshold=0.6, k=2, window_hours=window_hours)
+    state, out = tmp_path / "state", tmp_path / "out"
+    for day in days:
+        run_daily(_config(day, out, **kw), state, encoder=AngleEncoder())
+    corpus.to_parquet(tmp_path / "all.parquet", index=False)
+    batch = run_dedup(_config(tmp_path / "all.parquet", tmp_path / "batch", **kw), encoder=AngleEncoder())
+    assert set(batch_assignment(batch.clusters).values()) == {"c-g"}  # the case needs g's third neighbour
+    assert state_assignment(state) == batch_assignment(batch.clusters)
