@@ -304,6 +304,17 @@ def copies(window: Window, scoring: ModelSettings, search: SearchSettings, edito
     # the parts of a copy group a verdict parted are searched for their own neighbours (a batch run's
     # are): in a daily run, those of an earlier day too, which that day read as one item (or as a copy)
     query = np.union1d(window.query_rows, found.parted).astype(np.int64)
+    old = window.old_pairs
+    if found.parted.size and len(old):
+        # the pairs an earlier day kept with a parted group were found as one group, which asked for as
+        # many neighbours as all its copies: they go, and their other ends are searched again, so that
+        # each part keeps the neighbours a batch run's part has and no more
+        members = set(ids[np.isin(found.rep, found.parted)].tolist())
+        a, b = old["id_a"].astype(str).to_numpy(), old["id_b"].astype(str).to_numpy()
+        in_a, in_b = np.isin(a, list(members)), np.isin(b, list(members))
+        ends = set(b[in_a & ~in_b].tolist()) | set(a[in_b & ~in_a].tolist())
+        query = np.union1d(query, np.flatnonzero(np.isin(ids, list(ends)))).astype(np.int64)
+        window = replace(window, old_pairs=old[~(in_a | in_b)].reset_index(drop=True))
     return replace(window, copies=found, query_rows=query)
 
 

@@ -1641,3 +1641,37 @@ def test_a_group_that_gains_copies_on_a_later_day_asks_for_as_many_neighbours_as
     batch = run_dedup(_config(tmp_path / "all.parquet", tmp_path / "batch", **kw), encoder=AngleEncoder())
     assert set(batch_assignment(batch.clusters).values()) == {"c-g"}  # the case needs g's third neighbour
     assert state_assignment(state) == batch_assignment(batch.clusters)
+
+
+@pytest.mark.slow
+def test_a_verdict_that_parts_a_big_group_leaves_none_of_the_groups_extra_neighbours(tmp_path: Path) -> None:
+    """k = 2. Day 1: g and two copies of it (at 0 degrees) ask for three neighbours and meet x, y (10 and
+    -12) and z (40), which w1 and w2 (60 and 62) are nearer to: one story. Day 2: the editors say g and
+    its copy g2 are not the same story: the parts (g with g1, and g2) each ask for two neighbours, as in a
+    batch run over both days with the verdict, and meet x and y only. The daily run ends with the batch
+    run's clusters: the link day 1 made to z, the group's third neighbour, is no longer one."""
+    first = {
+        "g": "story at 0",
+        "g1": "STORY AT 0",
+        "g2": "Story at 0",
+        "x": "story at 10",
+        "y": "story at -12",
+        "z": "story at 40",
+        "w1": "story at 60",
+        "w2": "story at 62",
+    }
+    pairs = _days_and_a_verdict(tmp_path, [first, {"u": "story at 170"}], ("g", "g2", "0"))
+    kw = dict(model="angles", threshold=0.6, k=2)
+    state, out = tmp_path / "state", tmp_path / "out"
+    run_daily(_config(tmp_path / "day1.parquet", out, **kw), state, encoder=AngleEncoder())
+    day2 = _config(tmp_path / "day2.parquet", out, annotated_pairs=str(pairs), **kw)
+    run_daily(day2, state, encoder=AngleEncoder())
+    everything = pd.concat([pd.read_parquet(tmp_path / f"day{n}.parquet") for n in (1, 2)], ignore_index=True)
+    everything.to_parquet(tmp_path / "all.parquet", index=False)
+    batch = run_dedup(
+        _config(tmp_path / "all.parquet", tmp_path / "batch", annotated_pairs=str(pairs), **kw),
+        encoder=AngleEncoder(),
+    )
+    got = batch_assignment(batch.clusters)
+    assert got["z"] == got["w1"] != got["x"]  # the case needs z to be no neighbour of the parts
+    assert state_assignment(state) == got
