@@ -591,7 +591,9 @@ def _last_run_again(
     that changes the key changes nothing in the window): its stored report written again, nothing committed
     (the result, else ``None``).
 
-    It is when every item of the day was read by the state's last run (first seen or read again by it) and
+    It is when every item of the day was read by the state's last run (first seen or read again by it, or,
+    that run having read no item itself, as when it paired the window again under another threshold, as
+    many items as it read) and
     is in the window with the same text, the day is not older than the runs before it, the model and the
     settings kept in the state are the same, no item expires, the run's clusters change in nothing (its
     report would list no cluster and no pair; the window's clusters, their members and representatives are
@@ -623,7 +625,7 @@ def _last_run_again(
     day = kept["id"].astype(str).isin(set(corpus.frame["id"].astype(str))).to_numpy()
     runs = kept[["first_seen_run", "embedded_run"]].astype(str).to_numpy()
     read = (runs == last.run_id).any(axis=1)
-    if not day.any() or not read[day].all():
+    if not day.any() or not (read[day].all() or _read_none(last, window)):
         return None
     log.say(
         f"the items of {settings.input.corpus_path} were all read by run {last.run_id}, the state's last "
@@ -632,6 +634,15 @@ def _last_run_again(
         "nothing committed"
     )
     return _replay(settings, window, last, log)
+
+
+def _read_none(last: RunRecord, window: Window) -> bool:
+    """Whether the state's last run read no item itself (every item of its day already in the window with
+    the same text: a run that paired the window again under another threshold, or took the editors' new
+    verdicts) and read as many items as this run: then no item shows that it read them, and this run, all of
+    whose items are in the window with the same text, is that run's day again."""
+    counts = last.counts
+    return not counts.new and not counts.changed and counts.items_in == window.counts.items_in
 
 
 def _rows(frame: pd.DataFrame | None) -> set[tuple[str, ...]]:

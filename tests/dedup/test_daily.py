@@ -1675,3 +1675,27 @@ def test_a_verdict_that_parts_a_big_group_leaves_none_of_the_groups_extra_neighb
     got = batch_assignment(batch.clusters)
     assert got["z"] == got["w1"] != got["x"]  # the case needs z to be no neighbour of the parts
     assert state_assignment(state) == got
+
+
+@pytest.mark.slow
+def test_the_last_day_run_again_after_a_regrouping_run_of_it_gives_the_regrouping_report_again(
+    tmp_path: Path,
+) -> None:
+    """The last day run again with another threshold (a new run: the window paired again, nothing new to
+    read), then once more under another input key (a longer retention): that is the regrouping run again,
+    its report written again, nothing committed; never an empty report published over it."""
+    state, out, days, _ = _two_days(tmp_path)
+    regrouped = run_daily(
+        _config(days[1], out, threshold=0.75), state, retention_days=None, encoder=HashEncoder()
+    )
+    assert not regrouped.replayed and (out / "latest").resolve() == regrouped.report_dir.resolve()
+    manifest_path = state / "MANIFEST.json"
+    committed = manifest_path.read_bytes()
+    published = report_content(regrouped.report_dir)
+    again = run_daily(
+        _config(days[1], out, threshold=0.75), state, retention_days=1000.0, encoder=HashEncoder()
+    )
+    assert again.replayed and again.run_id == regrouped.run_id, again.stats.messages
+    assert (out / "latest").resolve() == regrouped.report_dir.resolve()
+    assert report_content(out / "latest") == published
+    assert manifest_path.read_bytes() == committed
