@@ -591,7 +591,8 @@ def _last_run_again(
     that changes the key changes nothing in the window): its stored report written again, nothing committed
     (the result, else ``None``).
 
-    It is when every item of the day was read by the state's last run (first seen or read again by it, or,
+    It is when every item of the day (but those too old for the window, as many as the last run found) was
+    read by the state's last run (first seen or read again by it, or,
     that run having read no item itself, as when it paired the window again under another threshold, as
     many items as it read) and
     is in the window with the same text, the day is not older than the runs before it, the model and the
@@ -604,8 +605,16 @@ def _last_run_again(
     state = window.state
     if state is None or not state.last_run or window.older_day or window.switch is not None:
         return None
-    if not all_seen(window) or window.counts.expired or window.counts.too_old:
-        return None
+    last, counts = RunRecord.from_dict(state.last_run), window.counts
+    if (
+        window.held
+        or counts.expired
+        or not counts.skipped
+        or counts.skipped + counts.too_old != counts.items_in
+    ):
+        return None  # an item is new, changed or expires
+    if counts.too_old != last.counts.too_old:
+        return None  # an item too old for the window that the last run added, or the other way round
     if len(clustering.report_clusters) or len(clustering.report_pairs):
         return None
     verdicts, scored = stages.editors_tables(clustering)
@@ -620,7 +629,6 @@ def _last_run_again(
         return None
     if _stories(pd.read_parquet(stored)) != _stories(clustering.window_clusters):
         return None  # its window's stories (their members, their representatives) are others
-    last = RunRecord.from_dict(state.last_run)
     kept = window.items.iloc[: window.n_base]
     day = kept["id"].astype(str).isin(set(corpus.frame["id"].astype(str))).to_numpy()
     runs = kept[["first_seen_run", "embedded_run"]].astype(str).to_numpy()

@@ -1699,3 +1699,31 @@ def test_the_last_day_run_again_after_a_regrouping_run_of_it_gives_the_regroupin
     assert (out / "latest").resolve() == regrouped.report_dir.resolve()
     assert report_content(out / "latest") == published
     assert manifest_path.read_bytes() == committed
+
+
+@pytest.mark.slow
+def test_the_last_day_run_again_with_an_item_too_old_for_the_window_gives_its_report_again(
+    tmp_path: Path,
+) -> None:
+    """The last day's file holds an item older than the retention (not added, ``too_old``, as in its first
+    run): run again under another input key, it is that run again, never an empty report over its own."""
+    corpus = story_corpus()
+    days = split_days(corpus, tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    day2 = pd.read_parquet(days[1])
+    old = day2.iloc[[2]].assign(
+        id="old1", title="archive item", published_at=day2["published_at"].iloc[2] - pd.Timedelta(days=90)
+    )
+    pd.concat([day2, old], ignore_index=True).to_parquet(days[1], index=False)
+    state, out = tmp_path / "state", tmp_path / "out"
+    run_daily(_config(days[0], out), state, encoder=HashEncoder())
+    r2 = run_daily(_config(days[1], out), state, encoder=HashEncoder())
+    assert r2.stats.counts.too_old == 1 and len(r2.clusters) == 2
+    manifest_path = state / "MANIFEST.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest["last_run"]["input_key"] = "0" * 64  # the key an older nlsim computed
+    manifest_path.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    committed = manifest_path.read_bytes()
+    again = run_daily(_config(days[1], out), state, encoder=HashEncoder())
+    assert again.replayed and again.run_id == r2.run_id, again.stats.messages
+    assert (out / "latest").resolve() == r2.report_dir.resolve() and len(again.clusters) == 2
+    assert manifest_path.read_bytes() == committed
