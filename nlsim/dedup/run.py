@@ -592,16 +592,14 @@ def _last_run_again(
     (the result, else ``None``).
 
     It is when every item of the day (but those too old for the window, as many as the last run found) was
-    read by the state's last run (first seen or read again by it, or,
-    that run having read no item itself, as when it paired the window again under another threshold, as
-    many items as it read) and
-    is in the window with the same text, the day is not older than the runs before it, the model and the
-    settings kept in the state are the same, no item expires, the run's clusters change in nothing (its
-    report would list no cluster and no pair; the window's clusters, their members and representatives are
-    those of the stored report), the run searched the index the state keeps, and the editors' verdicts and
-    scored pairs are those the state keeps.
-    Committed and published, such a run's report would list none of the day's stories and, as ``latest``,
-    hide the report of that day."""
+    read by the state's last run (first seen or read again by it; or, that run having read no item itself,
+    as when it paired the window again under another threshold, as many items as it read) and is in the
+    window with the same text, the day is not older than the runs before it, the model and the settings
+    kept in the state are the same, no item expires, the run's clusters change in nothing (its report would
+    list no cluster and no pair; the window's clusters, their members and representatives are those of the
+    stored report), the run searched the index the state keeps, and the editors' verdicts and scored pairs
+    are those the state keeps. Committed and published, such a run's report would list none of the day's
+    stories and, as ``latest``, hide the report of that day."""
     state = window.state
     if state is None or not state.last_run or window.older_day or window.switch is not None:
         return None
