@@ -45,8 +45,7 @@ from nlsim.io.pairs import (
     pair_keys,
     read_pair_table,
     validate_pairs,
-    warn_controls,
-    warn_replacement,
+    warn_damaged,
 )
 from nlsim.io.tables import FORMATS, open_table, sheet_rows, table_format, table_suffix
 from nlsim.progress import warn
@@ -356,8 +355,8 @@ def validate_filled(
     has none), scores one of the five levels (stored as the level), no item paired with itself, one text
     per item id, no pair twice. Rows are named by their sheet row (as a spreadsheet shows the file: the
     header is sheet row 1), skipped blank rows counted. Returns the sound rows; a text of theirs holding
-    U+FFFD (bytes a decoder upstream could not read) is kept with a warning naming its sheet row and field
-    (:func:`~nlsim.io.pairs.warn_replacement`).
+    U+FFFD (bytes a decoder upstream could not read) or a control character is kept with a warning naming
+    its sheet row and field (:func:`~nlsim.io.pairs.warn_damaged`).
 
     Every problem of every row is found in one pass: with ``problems`` they are added to it (the merge
     adds the conflicts with the pair file and refuses once); without, they are raised together. A file
@@ -421,8 +420,7 @@ def validate_filled(
     sound_rows = ~rownum.isin({e.row for e in found}).to_numpy()
     checked = checked[sound_rows].reset_index(drop=True)
     checked.attrs["rows"] = rownum[sound_rows].tolist()
-    warn_replacement(checked, source, rows=checked.attrs["rows"], unit="sheet row")
-    warn_controls(checked, source, rows=checked.attrs["rows"], unit="sheet row")
+    warn_damaged(checked, source, rows=checked.attrs["rows"], unit="sheet row")
     return checked
 
 

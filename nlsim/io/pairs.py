@@ -10,8 +10,8 @@ refused (:func:`check_split_leaks`), and so, in a pair file (:func:`load_pairs`)
 split with two scores: which of them counts would depend on the row order. Twice with one score is kept in
 the file, and counted once by what makes figures of it (training, evaluation, calibration:
 :func:`count_once`), with a warning naming the rows. A text holding U+FFFD (bytes a decoder upstream could
-not read) is kept, and :func:`load_pairs` warns, naming the rows and fields (:func:`warn_replacement`); so
-is one holding control characters (a NUL: :func:`warn_controls`).
+not read) is kept, and :func:`load_pairs` warns, naming the rows and fields (:func:`warn_damaged`); so
+is one holding control characters (a NUL).
 
 Example:
     >>> import tempfile, pathlib
@@ -326,8 +326,7 @@ def load_pairs(
         raise ConfigError(f"--split {split!r}: unknown split (a pair file's splits are {', '.join(SPLITS)})")
     frame = validate_pairs(read_pair_table(path), path, repeated_scores="refuse", misread="refuse")
     check_pinned(path)
-    warn_replacement(frame, path)
-    warn_controls(frame, path)
+    warn_damaged(frame, path)
     if split is not None:
         kept = frame[frame["split"] == split]
         if kept.empty:
@@ -343,7 +342,7 @@ REPLACEMENT = "\ufffd"
 """The character a decoder puts for bytes it could not read (U+FFFD)."""
 
 
-def warn_replacement(
+def warn_damaged(
     frame: pd.DataFrame,
     source: str | Path,
     *,
@@ -352,40 +351,23 @@ def warn_replacement(
     shown: int = 5,
 ) -> None:
     """Warn (:func:`nlsim.progress.warn`) of the rows of ``frame`` (a validated pair table, its index the
-    file's rows from 0) whose texts hold U+FFFD, the mark of bytes a decoder could not read: the text was
-    damaged before nlsim read it (a wrong encoding upstream), as a corpus says of its items
-    (:func:`nlsim.io.corpus.replacement_warning`). The rows are kept: the damage is upstream, and a merge
-    writes the file back as it holds them. ``rows``: the rows to name, one a row of ``frame`` (an editors'
-    file's sheet rows, ``unit="sheet row"``); left out, the index's rows from 1.
+    file's rows from 0) whose texts hold U+FFFD, the mark of bytes a decoder could not read (the text was
+    damaged before nlsim read it: a wrong encoding upstream), and of those whose texts hold control
+    characters (a NUL, a terminal's escape: :func:`~nlsim.io.cells.text_control`, the mark of a damaged
+    export), as a corpus says of its items (:func:`nlsim.io.corpus.replacement_warning`,
+    :func:`nlsim.io.corpus.controls_warning`). The rows are kept as written: the damage is upstream, and a
+    merge writes the file back as it holds them. ``rows``: the rows to name, one a row of ``frame`` (an
+    editors' file's sheet rows, ``unit="sheet row"``); left out, the index's rows from 1.
 
     Example:
-        >>> warn_replacement(pd.DataFrame({"text_a": ["ok", "x\ufffd"], "text_b": ["a", "b"]}), "p.tsv")
+        >>> warn_damaged(pd.DataFrame({"text_a": ["ok", "x\ufffd"], "text_b": ["a\\x00", "b"]}), "p.tsv")
     """
-    what = (
-        "U+FFFD, the mark of bytes a decoder could not read (the text was damaged before nlsim read it: a "
-        "wrong encoding upstream)"
-    )
-    _warn_of(_text_hits(frame, rows, lambda text: REPLACEMENT in text), source, what, unit, shown)
-
-
-def warn_controls(
-    frame: pd.DataFrame,
-    source: str | Path,
-    *,
-    rows: list[int] | None = None,
-    unit: str = "row",
-    shown: int = 5,
-) -> None:
-    """Warn (:func:`nlsim.progress.warn`) of the rows of ``frame`` whose texts hold control characters (a
-    NUL, a terminal's escape: :func:`~nlsim.io.cells.text_control`), the mark of a damaged export, as a
-    corpus says of its items (:func:`nlsim.io.corpus.controls_warning`); kept as written. ``rows`` and
-    ``unit`` as for :func:`warn_replacement`.
-
-    Example:
-        >>> warn_controls(pd.DataFrame({"text_a": ["ok", "x\\x00"], "text_b": ["a", "b"]}), "p.tsv")
-    """
+    replaced = _text_hits(frame, rows, lambda text: REPLACEMENT in text)
+    what = "U+FFFD, the mark of bytes a decoder could not read (the text was damaged before nlsim read it: a "
+    _warn_of(replaced, source, what + "wrong encoding upstream)", unit, shown)
+    controls = _text_hits(frame, rows, lambda text: text_control(text) is not None)
     what = "control characters (a NUL, a terminal's escape: the mark of a damaged export), kept as written"
-    _warn_of(_text_hits(frame, rows, lambda text: text_control(text) is not None), source, what, unit, shown)
+    _warn_of(controls, source, what, unit, shown)
 
 
 def _warn_of(hits: list[tuple[int, str]], source: str | Path, what: str, unit: str, shown: int) -> None:
