@@ -205,7 +205,7 @@ def test_a_merge_writes_an_edited_note_into_a_csv_row_whose_text_holds_a_lone_ca
     ``\\r`` alone in an unquoted text ended the row there, so the row was refused as not the pair it is."""
     from nlsim.annotation.pair_file import _Cells
 
-    cells = _Cells(column=3, pair_columns=(0,), rows={0: (("p1",), "checked again")}, label="pairs.csv")
+    cells = _Cells(pair_columns=(0,), rows={0: (("p1",), {3: "checked again"})}, label="pairs.csv")
     record = cells.set_in("p1,Floods\rhit the north,Floods,first look", 0, "csv")
     assert csv_records(record + "\n") == [["p1", "Floods\rhit the north", "Floods", "checked again"]]
 
