@@ -8,8 +8,14 @@ subprocess's ``PYTHONPATH``, so Python imports it at start-up and it installs th
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
+
+from nlsim.faults import set_fault_hook
 
 FAULT_ENV = "NLSIM_FAULT_AT"
 HOOK_DIR = Path(__file__).resolve().parent / "fault_hook"
@@ -22,3 +28,20 @@ def fault_env(stage: str, pythonpath: str = str(ROOT), signal: str = "KILL") -> 
     a stop the process may clean up after)."""
     path = os.pathsep.join([str(HOOK_DIR), pythonpath])
     return {FAULT_ENV: stage, "NLSIM_FAULT_SIGNAL": signal, "PYTHONPATH": path}
+
+
+@contextlib.contextmanager
+def interrupted_at(point: str) -> Iterator[None]:
+    """Within it, a run in this process is interrupted (``KeyboardInterrupt``, as Ctrl-C) when it reaches
+    the fault point ``point``, and must be: the block raises it, and the hook is gone after."""
+
+    def killed(reached: str) -> None:
+        if reached == point:
+            raise KeyboardInterrupt(reached)
+
+    set_fault_hook(killed)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            yield
+    finally:
+        set_fault_hook(None)

@@ -16,7 +16,7 @@ from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.run import run_dedup
 from nlsim.dedup.state import open_state
 from nlsim.errors import InputError
-from nlsim.faults import set_fault_hook
+from tests.faults import interrupted_at
 from tests.incremental_helpers import (
     FAST_MODEL,
     HashEncoder,
@@ -408,18 +408,10 @@ def test_a_daily_run_records_its_judgement_and_a_replay_keeps_it(tmp_path: Path)
     assert moved.replayed and shown == {**judged, "report": str(moved.report_dir)}
 
     # killed after its commit, before its report was published: the next run's report has the judgement
-    def killed(point: str) -> None:
-        if point == "report-publish":
-            raise KeyboardInterrupt(point)
-
     (tmp_path / "pairs-moved.tsv").rename(pairs)
     cut = config.with_(out=str(tmp_path / "out-k"))
-    set_fault_hook(killed)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            run_daily(cut, tmp_path / "state-k", retention_days=None, encoder=enc)
-    finally:
-        set_fault_hook(None)
+    with interrupted_at("report-publish"):
+        run_daily(cut, tmp_path / "state-k", retention_days=None, encoder=enc)
     after = run_daily(cut, tmp_path / "state-k", retention_days=None, encoder=enc)
     assert after.replayed and after.stats.judge is not None
     shown = json.loads((after.report_dir / "run.json").read_text())["judge"]
@@ -1556,17 +1548,8 @@ def test_a_day_killed_before_its_report_then_run_again_under_another_key_gives_i
     days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
     state, out = tmp_path / "state", tmp_path / "out"
     run_daily(_config(days[0], out), state, retention_days=None, encoder=HashEncoder())
-
-    def killed(point: str) -> None:
-        if point == "report-write":
-            raise KeyboardInterrupt(point)
-
-    set_fault_hook(killed)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            run_daily(_config(days[1], out), state, retention_days=None, encoder=HashEncoder())
-    finally:
-        set_fault_hook(None)
+    with interrupted_at("report-write"):
+        run_daily(_config(days[1], out), state, retention_days=None, encoder=HashEncoder())
     assert not (out / "runs" / uninterrupted.run_id).exists()
     again = run_daily(_config(days[1], out), state, retention_days=1000.0, encoder=HashEncoder())
     assert again.replayed and again.run_id == uninterrupted.run_id and len(again.clusters) == 2

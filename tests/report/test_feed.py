@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from nlsim.dedup.config import DedupConfig
-from nlsim.faults import set_fault_hook
 from nlsim.report.feed import FEED_SCHEMA_VERSION
 from nlsim.report.files import verify_report
 from nlsim.report.page import first_screen_order, page_zone
+from tests.faults import interrupted_at
 from tests.incremental_helpers import HashEncoder, run_daily, split_days, story_corpus
 
 
@@ -71,17 +71,8 @@ def test_a_failed_daily_run_leaves_the_previous_feed_intact(tmp_path: Path) -> N
     state, out, enc = tmp_path / "state", tmp_path / "out", HashEncoder()
     r1 = run_daily(_config(days[0], out), state, retention_days=None, encoder=enc)
     before = (out / "latest" / "stories.json").read_bytes()
-
-    def killed(point: str) -> None:
-        if point == "report-write":
-            raise KeyboardInterrupt(point)
-
-    set_fault_hook(killed)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            run_daily(_config(days[1], out), state, retention_days=None, encoder=enc)
-    finally:
-        set_fault_hook(None)
+    with interrupted_at("report-write"):
+        run_daily(_config(days[1], out), state, retention_days=None, encoder=enc)
     assert (out / "latest").resolve() == r1.report_dir.resolve()
     assert (out / "latest" / "stories.json").read_bytes() == before
     assert sorted(p.name for p in (out / "runs").iterdir() if not p.name.startswith(".")) == [r1.run_id]
