@@ -218,6 +218,25 @@ class SearchIndex:
             self.index.hnsw.efSearch = int(ef_search)
             self.params["ef_search"] = int(ef_search)
 
+    def uncapped(self) -> SearchIndex:
+        """The index without a bound on the hits a query returns (:attr:`max_k`): itself on the CPU, a CPU
+        copy of it (its vectors in host memory, its probes kept) when it lives on GPUs. The search of a
+        group of more exact copies than a GPU returns hits goes on there
+        (:func:`nlsim.search.neighbors.neighbor_pairs`).
+
+        Example:
+            >>> import numpy as np
+            >>> index = build_index(np.eye(3, dtype="float32"), use_gpu=False)
+            >>> index.uncapped() is index, index.uncapped().max_k
+            (True, None)
+        """
+        if self.max_k is None:
+            return self
+        cpu = SearchIndex(self.cpu_index(), self.kind, "cpu", self.dim, self.params)
+        if self.kind == "ivf" and "nprobe" in self.params:
+            cpu.set_search_params(nprobe=int(self.params["nprobe"]))
+        return cpu
+
     def cpu_index(self) -> Any:
         """The index in CPU form (a copy when it lives on GPUs), as ``faiss.write_index`` needs."""
         if self.device == "cpu":

@@ -7,7 +7,9 @@ Exact copies: with ``copies`` (each index row's representative, :class:`nlsim.cl
 query counts k *distinct* neighbours: its own copies are not neighbours, every copy of another group is
 that group's representative, and a query whose k nearest hits hold fewer than k groups is searched again
 with more hits until it has k or the rest score below the threshold (150 copies of one headline would
-otherwise fill every copy's k neighbours), or it asked for all the hits the index returns (2,048 on GPUs).
+otherwise fill every copy's k neighbours). A GPU index returns 2,048 hits at most: a query still short
+there (a group of more copies than that) is searched on to the end on a CPU copy of the index
+(:meth:`nlsim.search.index.SearchIndex.uncapped`), so that a GPU run pairs it as a CPU run does.
 A group asks for as many distinct neighbours as it has copies, k at least: the cluster rule reads a link to
 a group as a link to each of its copies, and a wire story of 600 copies among 30 lone variants of it (a
 character dropped, a word added) met k of the variants and not the story's other groups (the copies sent
@@ -127,7 +129,26 @@ def neighbor_pairs(
             bar.update(stop - start)
     again = np.concatenate(short) if short else np.zeros(0, np.int64)
     most = min(ntotal, getattr(index, "max_k", None) or ntotal)  # a GPU index returns 2,048 hits at most
-    while again.size and kk < most:  # queries whose hits held fewer than k distinct groups
+    again, kk = _search_again(index, q, rows, collect, again, kk, most)
+    if again.size and most < ntotal and hasattr(index, "uncapped"):
+        # a group of more copies than the GPU's hits: the rest of its hits from a CPU copy of the index
+        _search_again(index.uncapped(), q, rows, collect, again, kk, ntotal)
+    return collect.result()
+
+
+def _search_again(
+    index: Any,
+    q: np.ndarray,
+    rows: np.ndarray,
+    collect: _Collector,
+    again: np.ndarray,
+    kk: int,
+    most: int,
+) -> tuple[np.ndarray, int]:
+    """Search the queries at positions ``again`` with four times the hits at a time, up to ``most``, while
+    their hits hold fewer distinct groups than they ask for: the queries still short, and the hits last
+    asked for."""
+    while again.size and kk < most:
         kk = min(most, kk * 4)
         step, short = max(1, MOST_HITS // kk), []
         for start in range(0, again.size, step):
@@ -135,7 +156,7 @@ def neighbor_pairs(
             sims, hits = index.search(q[part], kk)
             short.append(part[collect.add(rows[part], sims, hits)])
         again = np.concatenate(short)
-    return collect.result()
+    return again, kk
 
 
 def row_cosines(x: np.ndarray, y: np.ndarray) -> np.ndarray:

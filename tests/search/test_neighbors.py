@@ -247,13 +247,15 @@ def test_a_group_of_copies_pairs_within_the_window_through_whichever_copy_is_the
     assert len(dropped) == (1 if not undated else 0)
 
 
-def test_copies_searched_again_on_a_gpu_stop_at_its_largest_k() -> None:
+def test_copies_searched_again_on_a_gpu_stop_at_its_largest_k(monkeypatch) -> None:
     """A query whose hits are all copies of its own text is searched again with four times the hits, until
     it finds k other groups; past 2,100 copies of one headline the search asked a GPU index for more than
-    the 2,048 neighbours FAISS GPU indexes return, and the run failed after its embedding. It now asks a
-    GPU index for 2,048 at most and keeps what they hold (here a stand-in: a CPU index that refuses as a
-    GPU one does)."""
-    from nlsim.search.index import GPU_MAX_K
+    the 2,048 neighbours FAISS GPU indexes return, and the run failed after its embedding. It asks a GPU
+    index for 2,048 at most, and the CPU copy of it for the rest (here a stand-in: a CPU index that
+    refuses as a GPU one does, and is its own CPU copy)."""
+    from nlsim.search.index import GPU_MAX_K, SearchIndex
+
+    monkeypatch.setattr(SearchIndex, "cpu_index", lambda self: self.index)
 
     group = np.tile(np.eye(3, dtype=np.float32)[:1], (2100, 1))  # one headline 2,100 times
     others = unit(np.array([[1, 0.1, 0], [1, 0, 0.1]]))  # two items close to it
@@ -359,3 +361,27 @@ def test_a_group_of_copies_asks_for_as_many_neighbours_as_it_has_copies() -> Non
     found = set(zip(got["a"].tolist(), got["b"].tolist(), strict=True))
     assert (0, 100) in found
     assert {(0, v) for v in range(160, 180)} <= found  # the story's group meets every variant
+
+
+def test_a_group_of_copies_past_a_gpus_hits_finds_its_neighbours_on_a_cpu_copy(monkeypatch) -> None:
+    """A group of more copies than a GPU index returns hits (2,048) filled every hit with its own copies
+    and found no other group: searched alone (a daily run's group that gained copies, its neighbours from
+    earlier days not searched again), it kept no pair, where a CPU run pairs it with both items close to it.
+    Its representative is searched on a CPU copy of the index past the GPU's last hit (here a stand-in: a
+    CPU index that refuses as a GPU one does, and is its own CPU copy)."""
+    from nlsim.search.index import SearchIndex
+
+    group = np.tile(np.eye(3, dtype=np.float32)[:1], (2100, 1))  # one headline 2,100 times
+    others = unit(np.array([[1, 0.1, 0], [1, 0, 0.1]]))  # two items close to it
+    emb = np.vstack([group, others])
+    copies = np.r_[np.zeros(2100, np.int64), [2100, 2101]]
+    rows = np.array([0])  # the group alone
+    on_cpu = neighbor_pairs(
+        build_index(emb, use_gpu=False), emb[rows], rows, k=2, threshold=0.9, progress=False, copies=copies
+    )
+    index = build_index(emb, use_gpu=False)
+    index.device = "gpu:0"  # SearchIndex.search refuses k above GPU_MAX_K on a GPU
+    monkeypatch.setattr(SearchIndex, "cpu_index", lambda self: self.index)
+    pairs = neighbor_pairs(index, emb[rows], rows, k=2, threshold=0.9, progress=False, copies=copies)
+    assert set(zip(on_cpu["a"].tolist(), on_cpu["b"].tolist(), strict=True)) == {(0, 2100), (0, 2101)}
+    pd.testing.assert_frame_equal(pairs, on_cpu)
