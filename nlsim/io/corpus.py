@@ -331,6 +331,12 @@ RFC_NO_ZONE = re.compile(r"\d:\d{2}(:\d{2})?$")
 CTIME = re.compile(r"[A-Za-z]{3},?\s+[A-Za-z]{3}\s+\d{1,2}\s+\d{1,2}:\d{2}(:\d{2})?\s+\d{4}")
 """A time as C's ``ctime`` writes it (``Wed May  1 08:00:00 2024``, Unix ``date``, Python's ``ctime()``): the
 year after the time of day, and no zone (``email.utils`` reads it as UTC)."""
+RFC_COMMENT = re.compile(
+    r"(?<=\d|[A-Za-z])(\s*\([^()]*\))+$"  # one comment or more: "(CST)", "(China Standard Time)"
+)
+"""The comment after an RFC 2822 time's zone (``+0800 (CST)``, as mail and many CMS exports write it)."""
+RFC_ZONE_END = re.compile(r"([+-]\d{2}:?\d{2}|(?<![A-Za-z])(GMT|UTC|UT|Z))$", re.IGNORECASE)
+"""An RFC 2822 time's zone that says its offset: a number with its sign, or a name of UTC."""
 RFC_ZONE = re.compile(r"[+-]([01]\d|2[0-3])[0-5]\d")
 """An RFC 2822 offset (``+0800``; ``+08:00`` is read as it): the sign is part of it, and its hours and
 minutes are those of a clock (``+0860`` and ``+9999`` are no offset, where ``email.utils`` adds them up)."""
@@ -485,6 +491,21 @@ def _weekday_reason(text: str, date: dt.date) -> str | None:
     )
 
 
+def _rfc_uncommented(text: str) -> str:
+    """The RFC 2822 time ``text`` without the comment after its zone, when the zone says its offset
+    (``+0800 (CST)``, ``GMT (UTC)``): the offset decides, as RFC 2822 says and ``email.utils`` reads it, even
+    where the comment names another zone; a comment after no offset (``08:00:00 (CST)``, ``EST (CST)``) is
+    kept, and names a zone.
+
+    >>> _rfc_uncommented("Sun, 06 Dec 2026 10:00:00 +0800 (CST)"), _rfc_uncommented("06 Dec 2026 10:00 (CST)")
+    ('Sun, 06 Dec 2026 10:00:00 +0800', '06 Dec 2026 10:00 (CST)')
+    """
+    comment = RFC_COMMENT.search(text)
+    if comment is None or not RFC_ZONE_END.search(text[: comment.start()]):
+        return text
+    return text[: comment.start()]
+
+
 def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     """A time written year first (ISO 8601 and its relatives: ``2024-05-01 08:00:00 UTC``, ``2024/5/1 8:00``,
     ``20240501T080000Z``, ``20240501``, ``2024年5月1日 08:00``) or in RFC 2822 (``Wed, 01 May 2024 08:00:00
@@ -529,7 +550,7 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
             )
         offset = _offset_reason(text, ymd)
         return (None, offset) if offset else (pd.Timestamp(UTC_NAME_END.sub("Z", ymd)), None)
-    rfc = RFC_OFFSET.sub(r"\1\2\3", text)
+    rfc = RFC_OFFSET.sub(r"\1\2\3", _rfc_uncommented(text))
     parts = email.utils.parsedate_tz(rfc) if names else None
     if parts is None:
         return None, (
@@ -542,7 +563,7 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     weekday = _weekday_reason(text, dt.date(*parts[:3]))
     if weekday is not None:
         return None, weekday
-    zone = text.split()[-1]
+    zone = _rfc_uncommented(text).split()[-1]
     if re.search(r"[A-Za-z]", zone) and zone.upper() not in UTC_WORDS:
         return None, f"time {text!r:.40} names its zone {zone!r}, not an offset: {WRITE_ISO}"
     if RFC_NO_ZONE.search(rfc) or CTIME.fullmatch(rfc):  # no zone: on the run's clock, as a year-first time

@@ -1526,3 +1526,31 @@ def test_an_iso_week_date_is_read_as_the_day_it_names(tmp_path):
     path.write_text("id,title,published_at\na,Floods,2026-W54-1\n")
     with pytest.raises(InputError, match=r"row 1, field 'published_at': .*2026-W54-1.*week"):
         load_corpus(path)
+
+
+@pytest.mark.parametrize(
+    ("written", "utc"),
+    [
+        ("Sun, 06 Dec 2026 10:00:00 +0800 (CST)", "2026-12-06T02:00:00Z"),  # mail, many CMS exports
+        ("Sun, 06 Dec 2026 10:00:00 +0000 (UTC)", "2026-12-06T10:00:00Z"),
+        ("Sun, 06 Dec 2026 10:00:00 GMT (UTC)", "2026-12-06T10:00:00Z"),
+        ("Sun, 06 Dec 2026 10:00:00 UT (Universal Time)", "2026-12-06T10:00:00Z"),
+        ("Sun, 06 Dec 2026 10:00:00 -0500 (EST)", "2026-12-06T15:00:00Z"),
+        ("Sun, 06 Dec 2026 10:00:00 +0800(CST)", "2026-12-06T02:00:00Z"),  # no space before it
+        ("Sun, 06 Dec 2026 10:00:00 +08:00 (China Standard Time)", "2026-12-06T02:00:00Z"),
+        ("Sun, 06 Dec 2026 10:00:00 +0800 (EST)", "2026-12-06T02:00:00Z"),  # the offset decides
+    ],
+)
+def test_an_rfc_2822_time_with_a_zone_comment_after_its_offset_is_read_by_the_offset(tmp_path, written, utc):
+    """``Sun, 06 Dec 2026 10:00:00 +0800 (CST)``, as mail and many CMS exports write an RFC 2822 time (its
+    comment naming the zone), was a bad row, said to name its zone ``(CST)`` and not an offset. A comment
+    after an offset or a name of UTC is read as RFC 2822 says and ``email.utils`` does: the offset decides
+    and the comment is not read (even one naming another zone). A zone comment without an offset before it
+    names its zone only, and is still refused."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,2026-12-06T08:00:00Z\nb,Storm,"{written}"\n')
+    assert load_corpus(path).frame["published_at"].tolist()[1] == pd.Timestamp(utc)
+    for bad in ("Sun, 06 Dec 2026 10:00:00 (CST)", "Sun, 06 Dec 2026 10:00:00 EST (CST)"):
+        path.write_text(f'id,title,published_at\na,Floods,2026-12-06T08:00:00Z\nb,Storm,"{bad}"\n')
+        with pytest.raises(InputError, match=r"row 2, field 'published_at': .* names its zone"):
+            load_corpus(path)
