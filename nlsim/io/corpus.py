@@ -342,6 +342,9 @@ RFC_ZONE = re.compile(r"[+-]([01]\d|2[0-3])[0-5]\d")
 minutes are those of a clock (``+0860`` and ``+9999`` are no offset, where ``email.utils`` adds them up)."""
 TIME_RANGE = (pd.Timestamp.min.year + 1, pd.Timestamp.max.year - 1)
 """The years a time can have here (what a nanosecond timestamp holds, a year of margin each side)."""
+ZONE_OFFSETS = (dt.timedelta(hours=-12), dt.timedelta(hours=14))
+"""The offsets of the time zones there are, from Baker Island's (-12:00) to Kiritimati's (+14:00): a time
+written with another is damaged (``+23:59``, a time of day written as its offset), not read."""
 WRITE_ISO = "write it in ISO 8601 (2024-05-01T08:00:00+08:00)"
 
 
@@ -722,6 +725,15 @@ def _check_time(value: Any, zone: dt.tzinfo = dt.UTC, years: tuple[int, int] = T
             "empty)",
         )
     if ts.tzinfo is not None:
+        offset = ts.utcoffset()
+        if isinstance(value, str) and offset is not None and not ZONE_OFFSETS[0] <= offset <= ZONE_OFFSETS[1]:
+            sign, rest = ("-", -offset) if offset < dt.timedelta(0) else ("+", offset)
+            hours, minutes = divmod(int(rest.total_seconds()) // 60, 60)
+            return TimeRead(
+                None,
+                f"time {value!r:.40} has the offset {sign}{hours:02d}:{minutes:02d}, which no time zone has "
+                f"(-12:00 to +14:00): a time of day written as its offset? {WRITE_ISO}",
+            )
         return TimeRead(ts.tz_convert("UTC"))
     try:
         return TimeRead(ts.tz_localize(zone).tz_convert("UTC"), naive=True)

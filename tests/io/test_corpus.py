@@ -1252,8 +1252,8 @@ def test_an_rfc_2822_time_with_a_field_out_of_range_is_refused_not_rolled_over(t
     path.write_text(f'id,title,published_at\na,Floods,2024-05-01T08:00:00Z\nb,Storm,"{written}"\n')
     with pytest.raises(InputError, match=rf"row 2, field 'published_at': .*{reason}"):
         load_corpus(path)
-    path.write_text('id,title,published_at\nb,Storm,"Thu, 29 Feb 2024 23:59:59 +2359"\n')
-    assert load_corpus(path).frame["published_at"].tolist() == [pd.Timestamp("2024-02-29T00:00:59Z")]
+    path.write_text('id,title,published_at\nb,Storm,"Thu, 29 Feb 2024 23:59:59 +1400"\n')
+    assert load_corpus(path).frame["published_at"].tolist() == [pd.Timestamp("2024-02-29T09:59:59Z")]
 
 
 def test_an_rfc_2822_year_is_read_as_written_and_an_obsolete_short_one_as_the_rfc_says(tmp_path):
@@ -1554,3 +1554,40 @@ def test_an_rfc_2822_time_with_a_zone_comment_after_its_offset_is_read_by_the_of
         path.write_text(f'id,title,published_at\na,Floods,2026-12-06T08:00:00Z\nb,Storm,"{bad}"\n')
         with pytest.raises(InputError, match=r"row 2, field 'published_at': .* names its zone"):
             load_corpus(path)
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "2026-12-06T10:00:00+15:00",
+        "2026-12-06T10:00:00+23:59",
+        "2026-12-06 10:00+2359",
+        "2026-12-06T10:00:00-13:00",
+        "2026-12-06T10:00:00+14:01",
+        "2026-12-06T10:00:00-12:30",
+        "Sun, 06 Dec 2026 10:00:00 +2359",
+        "Sun, 06 Dec 2026 10:00:00 -1500",
+        "Sun, 06 Dec 2026 10:00:00 +1500 (CST)",
+    ],
+)
+def test_a_time_whose_offset_no_time_zone_has_is_refused(tmp_path, written):
+    """An offset past those of every time zone (-12:00 to +14:00: Baker Island, Kiritimati) was read, up to
+    ``+23:59``, so that ``2026-12-06T10:00:00+23:59`` was the 5th at 10:01 UTC, with exit status 0: no
+    newsroom's clock says it; a damaged export (a time of day written into the offset) does. It is refused
+    by row, naming the offset; the last offsets of real zones, ``-12:00`` and ``+14:00``, are read."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,2026-12-06T08:00:00Z\nb,Storm,"{written}"\n')
+    with pytest.raises(
+        InputError, match=r"row 2, field 'published_at': .*which no time zone has \(-12:00 to \+14:00\)"
+    ):
+        load_corpus(path)
+    path.write_text(
+        "id,title,published_at\na,Floods,2026-12-06T10:00:00-12:00\nb,Storm,2026-12-06T10:00:00+1400\n"
+        'c,Rain,"Sun, 06 Dec 2026 10:00:00 -1200"\nd,Wind,"Sun, 06 Dec 2026 10:00:00 +14:00"\n'
+    )
+    assert load_corpus(path).frame["published_at"].tolist() == [
+        pd.Timestamp("2026-12-06T22:00:00Z"),
+        pd.Timestamp("2026-12-05T20:00:00Z"),
+        pd.Timestamp("2026-12-06T22:00:00Z"),
+        pd.Timestamp("2026-12-05T20:00:00Z"),
+    ]
