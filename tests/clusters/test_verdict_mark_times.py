@@ -733,3 +733,54 @@ def test_three_editors_marks_of_a_pair_an_editors_file_added_give_the_same_store
     held = load_verdicts(store_path(tmp_path / "other" / "news.tsv")).get(("n2", "n3"))
     assert held is not None and held.annotator == "lin"
     assert [(d.annotator, d.superseded) for d in held.earlier] == [("desk", False), ("bob", False)]
+
+
+OLD_STORE = (
+    "pair_id,id_a,id_b,score,split,annotator,source,decided_at,sha256_a,sha256_b,earlier,notes,row_sha256\n"
+    "ed-ed17462d47bd9480,n0,n1,0,train,bob,marks-bob.csv,2026-03-03T09:00:00+08:00,"
+    "ff5888c390cb26edd8a2d596a5bc2f5845442f3192c0b05af821f9358c9bf567,"
+    "5974e084bfedeefeca22b24b9f9b37d8a36236697bcc27452a98d0da2f4637eb,"
+    '"[{""score"":0.75,""annotator"":"""",""source"":""news.tsv"",""decided_at"":""""},'
+    '{""score"":1.0,""annotator"":""desk"",""source"":""marks-desk.csv"",""decided_at"":'
+    '""2026-03-02T08:15:00.000Z"",""notes"":""desk says same"",""superseded"":true}]",'
+    "bob says two stories,ebebf6238588f6914c6039d1c09fab10c2352f9ec21e648c464958810b34557b\n"
+)
+"""The verdict store an earlier nlsim wrote (d95ba16) after bob's overrule of n0/n1 (Tuesday) and desk's
+older mark (Monday) merged after it: desk's mark kept among bob's earlier decisions marked superseded."""
+
+
+def test_a_store_whose_older_mark_an_earlier_nlsim_kept_superseded_is_read_and_written_as_today(
+    tmp_path: Path,
+) -> None:
+    """An earlier nlsim kept a mark older than the overrule that holds, merged after it, among that
+    verdict's earlier decisions marked ``"superseded": true``; today's keeps it among the decisions the
+    verdict overrules, in time order, as had it been merged first. Such a store was read as written and
+    kept so for good (``annotate verdicts --json`` called desk's decision superseded, every later merge
+    wrote it again, and the store's bytes were not those the same marks give today). It is now read in
+    today's layout, and the next merge that writes the store writes that layout: the bytes the same marks
+    merged today give, every decision and note kept."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+    store_path(pairs).write_text(OLD_STORE, encoding="utf-8")
+    held = _held(pairs)
+    assert (held.annotator, held.score, held.overrules) == ("bob", 0.0, True), held
+    assert held.notes == "bob says two stories"
+    assert [(d.annotator, d.score, d.notes, d.superseded) for d in held.earlier] == [
+        ("", 0.75, "", False),
+        ("desk", 1.0, "desk says same", False),
+    ]
+    lin = ("n0", "n1", "0.5", WEDNESDAY)
+    merge_annotations(
+        _export(tmp_path / "marks-lin.csv", "lin", [lin], notes="lin's note"), pairs, log=lambda _: None
+    )
+    (tmp_path / "today").mkdir()
+    today = _scored_file(tmp_path / "today" / "news.tsv")
+    for name, who, row, note in (
+        ("marks-bob.csv", "bob", ("n0", "n1", "0", TUESDAY), "bob says two stories"),
+        ("marks-desk.csv", "desk", ("n0", "n1", "1", MONDAY), "desk says same"),
+        ("marks-lin.csv", "lin", lin, "lin's note"),
+    ):
+        merge_annotations(
+            _export(tmp_path / "today" / name, who, [row], notes=note), today, log=lambda _: None
+        )
+    assert store_path(pairs).read_text(encoding="utf-8") == store_path(today).read_text(encoding="utf-8")
+    assert b"superseded" not in store_path(pairs).read_bytes()

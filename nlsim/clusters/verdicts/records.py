@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -351,6 +351,26 @@ def _cell(r: Mapping[str, object], name: str) -> str:
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 
 
+def current_layout(earlier: tuple[Decision, ...]) -> tuple[Decision, ...]:
+    """A verdict's ``earlier`` decisions as this nlsim keeps them. An earlier one kept a mark older than an
+    overruling verdict, merged after it, marked superseded among the decisions the verdict overrules (after
+    the first of them); this one keeps it as one of them, as had it been merged first, which never follows
+    an overruled decision with a superseded one. Such a mark is read so (the verdict's decision and what it
+    overrules unchanged), and the store's next write writes it so.
+
+    >>> old = (Decision(0.75, "", "p.tsv"), Decision(1.0, "desk", superseded=True))
+    >>> [d.superseded for d in current_layout(old)]
+    [False, False]
+    >>> kept = (Decision(1.0, "desk", superseded=True), Decision(0.0, "bob"))  # overruled since: as it is
+    >>> current_layout(kept) == kept
+    True
+    """
+    first = next((i for i, d in enumerate(earlier) if not d.superseded), len(earlier))
+    if all(not d.superseded for d in earlier[first:]):
+        return earlier
+    return (*earlier[:first], *(replace(d, superseded=False) for d in earlier[first:]))
+
+
 def verdict_from_row(r: Mapping[str, object], source: str | Path, row: int) -> Verdict:
     """One verdict from a table row of :data:`COLUMNS` (cells as read; a column the row lacks is empty),
     checked: both item ids, a rubric level, a known split, a pair id that is its items' id, hashes of 64 hex
@@ -384,7 +404,7 @@ def verdict_from_row(r: Mapping[str, object], source: str | Path, row: int) -> V
         if digest and (len(digest) != 64 or any(ch not in "0123456789abcdef" for ch in digest)):
             raise InputError(source, row, side, f"{digest[:70]!r} is not a SHA-256 (64 hex digits)")
     try:
-        earlier = Decision.from_cell(_cell(r, EARLIER))
+        earlier = current_layout(Decision.from_cell(_cell(r, EARLIER)))
     except ValueError as exc:
         raise InputError(source, row, EARLIER, str(exc)) from None
     return Verdict(ids[0], ids[1], round(score, 2), split, **text, earlier=earlier, notes=_cell(r, NOTES))
