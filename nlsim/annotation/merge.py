@@ -49,6 +49,7 @@ from nlsim.clusters.verdicts import (
     check_store,
     decided,
     holds_already,
+    kept_mark,
     newer_than,
     overruled_since,
     overruling,
@@ -222,6 +223,7 @@ def merge_annotations(
         original = read_pair_table(target)  # existing rows are written back exactly as read
         _refuse_editors_file(pairs_file, original)
         existing = validate_pairs(original, target, repeated_scores="refuse", misread="refuse")
+        intent |= _kept_marks(new, existing, decided, path, intent)
         new, found = check_texts(new, known_texts(existing, pairs_file, corpus, text_field), filled, corpus)
         new = _notes_for(fmt, new, log)
         early += cell_problems(new, columns_of(original, new)[0], filled, pairs_file)
@@ -486,6 +488,39 @@ def _merged_before(
         if v is None or v.source != Path(filled).name:
             again.add(int(row))
     return again
+
+
+def _kept_marks(
+    new: pd.DataFrame, existing: pd.DataFrame, decided: _Decided, pairs_file: Path, intent: set[int]
+) -> set[int]:
+    """The sheet rows of ``new`` (not meant to overrule) that send again a mark the verdict on their training
+    pair keeps in the pair's history (:func:`~nlsim.clusters.verdicts.kept_mark`: overruled since, or
+    superseded) and not in the pair file's row, merged from a file of another name: *Export all marks*
+    sends every mark again. Each is merged as ``--overrule`` merges it, a decision merged before (nothing
+    new; a note edited since kept with it), not refused as already annotated; the same file merged again
+    is refused as before, and a mark that is the pair file's row is skipped as merged before
+    (:func:`_merged_before`)."""
+    if "id_a" not in new.columns or "id_b" not in new.columns or not decided.times:
+        return set()
+    held = pair_rows(existing)
+    verdicts = _held_verdicts(pairs_file, existing) if held else Verdicts()
+    who = new["annotator"] if "annotator" in new.columns else pd.Series([""] * len(new))
+    rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
+    out: set[int] = set()
+    for row, a, b, score, w in zip(rows, new["id_a"], new["id_b"], new["score"], who, strict=True):
+        when = decided.times.get(int(row), "")
+        key = pair_key(item_id(a), item_id(b)) if item_id(a) and item_id(b) else None
+        pair, v = (held.get(key), verdicts.get(key)) if key else (None, None)
+        if int(row) in intent or not when or pair is None or v is None or pair.split != ACTING_SPLIT:
+            continue
+        annotator = "" if is_blank(w) else str(w).strip()
+        mark = Verdict(key[0], key[1], float(score), annotator=annotator, decided_at=when)
+        if pair.merged and pair.annotator == annotator and abs(pair.score - mark.score) < 1e-9:
+            continue  # the pair file's row: merged before as a plain row
+        kept = kept_mark(v, mark)
+        if kept is not None and kept.source != Path(decided.filled).name:
+            out.add(int(row))
+    return out
 
 
 def _renoted(

@@ -784,3 +784,58 @@ def test_a_store_whose_older_mark_an_earlier_nlsim_kept_superseded_is_read_and_w
         )
     assert store_path(pairs).read_text(encoding="utf-8") == store_path(today).read_text(encoding="utf-8")
     assert b"superseded" not in store_path(pairs).read_bytes()
+
+
+OLD_ADDED_STORE = (
+    "pair_id,id_a,id_b,score,split,annotator,source,decided_at,sha256_a,sha256_b,earlier,row_sha256\n"
+    "ed-390cdaaf5f7e605b,n2,n3,0,train,bob,marks-bob.csv,2026-03-03T09:00:00+08:00,"
+    "729fe6f591399d5a0339b0767a47433154f56bd551cf5980f452168feed8f4b6,"
+    "b0997c8ce728e3c1eb9ea786e599d082ead0ce5ea821b0c58b439852bee49d6e,"
+    '"[{""score"":1.0,""annotator"":""desk"",""source"":""marks-desk.csv"",""decided_at"":'
+    '""2026-03-02T08:15:00.000Z"",""notes"":""desk says same"",""superseded"":true}]",'
+    "cf9b49e61597c49b78b3ead24d7865b9d4cef280df7c74eb09ae1f9401863767\n"
+)
+"""The verdict store an earlier nlsim wrote (d95ba16) after bob's mark of n2/n3 (Tuesday), a pair nobody had
+scored, added it to the pair file, and desk's older mark of it (Monday) was merged with --overrule: desk's
+mark kept in bob's history, superseded; the pair file's row bob's."""
+
+
+@pytest.mark.parametrize("store", ["earlier nlsim", "today"])
+def test_a_mark_kept_in_its_pairs_history_and_exported_again_is_merged_before_not_refused(
+    tmp_path: Path, store: str
+) -> None:
+    """A mark of n2/n3, a pair nobody had scored, kept in the pair's history and not in the pair file's row:
+    desk's (Monday) in a store an earlier nlsim wrote, superseded under bob's verdict, bob's row the pair
+    file's; today bob's (Tuesday), overruled since by lin's. Its editor's next *Export all marks* (the
+    overrule cell false: the page never knew the pair was scored) sends it again with a new mark: the whole
+    merge was refused, the mark named as already annotated though "--overrule would not merge either: ...
+    was merged before (nothing new)", so that the new mark merged only with --skip-scored or --overrule.
+    The mark sent again is now a decision merged before, as --overrule counts it, and the new mark merges;
+    nothing else changes."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+    if store == "earlier nlsim":
+        with pairs.open("a", encoding="utf-8") as f:
+            f.write(
+                f"ed-390cdaaf5f7e605b\tn2\tn3\t{TITLES['n2']}\t{TITLES['n3']}\t0\ttrain\t"
+                "editor-loop:report-page:inside\tbob\tbob says two stories\n"
+            )
+        text = pairs.read_text(encoding="utf-8").replace("\tannotator\n", "\tannotator\tnotes\n", 1)
+        pairs.write_text(text.replace("\tlex-high\t\n", "\tlex-high\t\t\n", 1), encoding="utf-8")
+        store_path(pairs).write_text(OLD_ADDED_STORE, encoding="utf-8")
+        who, mark, note = "desk", ("n2", "n3", "1", MONDAY), "desk says same"
+    else:
+        marks = [("desk", "1", MONDAY), ("bob", "0", TUESDAY), ("lin", "0.5", WEDNESDAY)]
+        for name, score, when in marks:
+            export = _export(tmp_path / f"marks-{name}.csv", name, [("n2", "n3", score, when)], "false", name)
+            merge_annotations(export, pairs, overrule=name != "desk", log=lambda _: None)
+        who, mark, note = "bob", ("n2", "n3", "0", TUESDAY), "bob"
+    held = load_verdicts(store_path(pairs)).get(("n2", "n3"))
+    assert held is not None and who in [d.annotator for d in held.earlier]
+    row = load_pairs(pairs).set_index("id_a").loc["n2"].to_dict()
+    again = _export(tmp_path / f"marks-{who}-2.csv", who, [mark, ("n4", "n5", "0", WEDNESDAY)], "false", note)
+    said: list[str] = []
+    merge_annotations(again, pairs, log=said.append)
+    assert "1 overruling decision(s) merged before" in " ".join(said), said
+    assert load_verdicts(store_path(pairs)).get(("n2", "n3")) == held
+    assert load_pairs(pairs).set_index("id_a").loc["n2"].to_dict() == row
+    assert load_pairs(pairs).set_index("id_a").loc["n4", "score"] == 0.0

@@ -156,6 +156,19 @@ def overruled_since(verdict: Verdict, prior: Verdict | None, *, marked: bool = F
     return None
 
 
+def kept_mark(prior: Verdict, verdict: Verdict) -> Decision | None:
+    """The decision among ``prior``'s earlier ones (the pair's history: overruled, or superseded) that is
+    ``verdict``'s mark (the same score by the same editor, marked at one time), ``None`` for none.
+
+    >>> bobs = Decision(0.0, "bob", "m1.csv", "2026-03-03T01:00:00Z")
+    >>> lin = Verdict("a", "b", 0.5, annotator="lin", earlier=(Decision(1.0, "desk"), bobs))
+    >>> sent = Verdict("a", "b", 0.0, annotator="bob", decided_at="2026-03-03T09:00:00+08:00")
+    >>> kept_mark(lin, sent) == bobs, kept_mark(lin, replace(sent, score=1.0))
+    (True, None)
+    """
+    return next((d for d in prior.earlier if _same_mark(d, verdict)), None)
+
+
 def _same_mark(decision: Decision, verdict: Verdict) -> bool:
     """Whether ``decision`` is ``verdict``'s mark: the same score by the same editor, marked at one time (one
     instant, however written: ``…Z``, ``…+00:00`` or another offset; a text that is no time, as written).
