@@ -768,6 +768,12 @@ def test_a_store_whose_older_mark_an_earlier_nlsim_kept_superseded_is_read_and_w
         ("", 0.75, "", False),
         ("desk", 1.0, "desk says same", False),
     ]
+    from nlsim.annotation.merge import check_verdicts
+
+    lines: list[str] = []
+    assert not check_verdicts(pairs, log=lines.append).in_step
+    assert any(x.startswith("1 verdict(s) in ") and "superseded" in x and x.endswith("n0/n1") for x in lines)
+    assert store_path(pairs).read_text(encoding="utf-8") == OLD_STORE
     lin = ("n0", "n1", "0.5", WEDNESDAY)
     merge_annotations(
         _export(tmp_path / "marks-lin.csv", "lin", [lin], notes="lin's note"), pairs, log=lambda _: None
@@ -784,6 +790,7 @@ def test_a_store_whose_older_mark_an_earlier_nlsim_kept_superseded_is_read_and_w
         )
     assert store_path(pairs).read_text(encoding="utf-8") == store_path(today).read_text(encoding="utf-8")
     assert b"superseded" not in store_path(pairs).read_bytes()
+    assert check_verdicts(pairs, log=lambda _: None).in_step
 
 
 OLD_ADDED_STORE = (

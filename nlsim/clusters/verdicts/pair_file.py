@@ -285,6 +285,13 @@ class StoreCheck:
             )
         if self.hashed:
             out.append(f"{self.hashed} verdict(s) given the hashes of their texts in {self.pairs_file}")
+        for f in self.files:
+            out += _listed(
+                tuple(v for v in self.verdicts.records if v.key in f.relaid),
+                f"verdict(s) in {f.path} keep a mark an earlier nlsim marked superseded among the decisions "
+                "they overrule: read as one of them, as a merge keeps it today (the store's next write "
+                "writes it so)",
+            )
         return out
 
 

@@ -52,6 +52,7 @@ from nlsim.clusters.verdicts.records import (
     EARLIER,
     NOTES,
     REQUIRED,
+    Decision,
     Verdict,
     Verdicts,
     verdict_from_row,
@@ -131,6 +132,9 @@ class StoreFile:
     damaged_keys: tuple[tuple[str, str], ...] = ()
     checked: bool = True
     unknown: tuple[str, ...] = ()
+    relaid: tuple[tuple[str, str], ...] = ()
+    """The pairs whose verdict keeps a mark an earlier nlsim marked superseded among the decisions it
+    overrules, read as one of them (:func:`~nlsim.clusters.verdicts.records.current_layout`)."""
 
     @property
     def verdicts(self) -> Verdicts:
@@ -183,6 +187,7 @@ def read_store_file(path: str | Path) -> StoreFile:
     rows: list[StoreRow] = []
     damaged: list[InputError] = []
     keys: list[tuple[str, str]] = []
+    relaid: list[tuple[str, str]] = []
     torn_end = not text.endswith(("\n", "\r"))
     for n, cells in enumerate(records[1:], start=1):
         named = dict(zip(header, cells, strict=False))
@@ -197,6 +202,8 @@ def read_store_file(path: str | Path) -> StoreFile:
         else:
             if why is None:
                 rows.append(StoreRow(n, verdict))
+                if Decision.from_cell(named.get(EARLIER, "")) != verdict.earlier:
+                    relaid.append(verdict.key)
                 continue
             damaged.append(InputError(path, n, field, why))
             keys.append(verdict.key)
@@ -205,7 +212,7 @@ def read_store_file(path: str | Path) -> StoreFile:
         if all(ids) and ids[0] != ids[1]:
             keys.append((min(ids), max(ids)))
     unknown = tuple(h for h in header if h not in STORE_COLUMNS)
-    return StoreFile(path, tuple(rows), tuple(damaged), tuple(keys), checked, unknown)
+    return StoreFile(path, tuple(rows), tuple(damaged), tuple(keys), checked, unknown, tuple(relaid))
 
 
 def load_verdicts(path: str | Path) -> Verdicts:
