@@ -35,7 +35,7 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.ephemeral import exit_on_api_failure, stopping_a_temporary_server
 from nlsim import progress
-from nlsim.cli import named, os_error_line, sigterm_stops_the_run, stopped
+from nlsim.cli import named, os_error_line, raised_safely, sigterm_stops_the_run, stopped
 from nlsim.commands.options import config_from_args
 from nlsim.environment import check_environment
 from nlsim.errors import ConfigError, NlsimError
@@ -275,6 +275,24 @@ def config_flow(
     return flow(name=name, description=description, log_prints=True, **flow_options)(fn)
 
 
+@contextlib.contextmanager
+def sigterm_stops_the_flow_run() -> Iterator[None]:
+    """:func:`nlsim.cli.sigterm_stops_the_run` for a flow run from the command line. During the run
+    Prefect's engine takes SIGTERM (its ``TerminationSignal`` ends the run Crashed, then the engine hands the
+    signal on to nlsim's handler); its handler is put off in the import machinery as nlsim's is
+    (:func:`nlsim.cli.raised_safely`), and its exception, when Python dropped it, comes again."""
+    from prefect.exceptions import TerminationSignal
+    from prefect.utilities import engine
+
+    bridge = engine._prefect_sigterm_handler  # looked up by name as the engine installs and checks it
+    engine._prefect_sigterm_handler = raised_safely(bridge)  # type: ignore[assignment]
+    try:
+        with sigterm_stops_the_run(relayed=(TerminationSignal,)):
+            yield
+    finally:
+        engine._prefect_sigterm_handler = bridge
+
+
 def run_from_command_line(
     flow_: Any,
     prog: str,
@@ -299,7 +317,7 @@ def run_from_command_line(
     except ConfigError as exc:  # a value that cannot work: one line and exit 2, as `nlsim` says it
         parser.error(str(exc))
     try:
-        with sigterm_stops_the_run():  # Prefect's own handler hands the signal on to this one's
+        with sigterm_stops_the_flow_run():  # Prefect's own handler hands the signal on to nlsim's
             run = lambda: flow_(**params, return_state=True)  # noqa: E731
             return exit_on_api_failure(prog, lambda: exit_status(prog, stopping_a_temporary_server(run)))
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)

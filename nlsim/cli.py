@@ -23,9 +23,12 @@ import argparse
 import importlib
 import logging
 import os
+import queue
 import signal
 import sys
 import textwrap
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -60,15 +63,97 @@ class Terminated(KeyboardInterrupt):
     cleans up as an interrupted one does (its locks released, its staging folders removed)."""
 
 
-def _terminate(signum: int, frame: object) -> None:
+IMPORT_MACHINERY = frozenset({"<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>"})
+"""Where Python's import machinery runs: it takes the interpreter's import lock, and a module's, a step
+before the ``try`` that gives them back."""
+SIGNAL_AGAIN_S = 0.1
+"""Seconds after which a signal put off (:func:`raised_safely`) or dropped (:func:`sigterm_stops_the_run`)
+comes again."""
+
+
+def in_import_machinery(frame: Any) -> bool:
+    """Whether a signal handler interrupted ``frame``, a frame of the import machinery itself (not a
+    module's own code, run under it: an exception unwinds there as anywhere)."""
+    return frame is not None and frame.f_code.co_filename in IMPORT_MACHINERY
+
+
+_again: queue.SimpleQueue[int] = queue.SimpleQueue()
+_sender: threading.Thread | None = None
+
+
+def _send_again() -> None:
+    while True:
+        signum = _again.get()
+        time.sleep(SIGNAL_AGAIN_S)
+        os.kill(os.getpid(), signum)
+
+
+def ready_to_signal_again() -> None:
+    """Start the thread that sends a signal again (:func:`signal_again`), once per process: a handler or a
+    finalizer may run in the middle of a thread's start, so they never start one."""
+    global _sender
+    if _sender is None or not _sender.is_alive():
+        _sender = threading.Thread(target=_send_again, name="nlsim-signal-again", daemon=True)
+        _sender.start()
+
+
+def signal_again(signum: int) -> None:
+    """Have ``signum`` sent to this process again in :data:`SIGNAL_AGAIN_S` seconds, by the thread
+    :func:`ready_to_signal_again` started (a handler runs where the main thread is when the signal comes;
+    ``SimpleQueue.put`` is safe in a handler and in a finalizer)."""
+    _again.put(signum)
+
+
+def raised_safely(handler: Callable[[int, Any], Any]) -> Callable[[int, Any], Any]:
+    """``handler``, a signal handler that stops the run by an exception, put off while the signal landed in
+    the import machinery (:func:`in_import_machinery`): raised as the import lock was taken, the exception
+    left it held, and every other thread's next import waited for ever (a flow command, whose Prefect
+    threads import as they go, then hung at its exit); the signal comes again a moment later."""
+
+    def handle(signum: int, frame: Any) -> Any:
+        if in_import_machinery(frame):
+            signal_again(signum)
+            return None
+        return handler(signum, frame)
+
+    return handle
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM does not cut the clean-up short
     raise Terminated
 
 
+_terminate = raised_safely(_raise_terminated)
+
+
+def _signal_dropped_again(
+    relayed: tuple[type[BaseException], ...], hook: Callable[[Any], Any]
+) -> Callable[[Any], Any]:
+    """``sys.unraisablehook`` that sends SIGTERM again when Python dropped the exception it raised: the
+    handler ran in a finalizer or a weakref callback, whose exceptions Python prints as "Exception
+    ignored" and forgets (the run went on to its end, exit 0). ``relayed``: the exceptions of another SIGTERM
+    handler (Prefect's, during a flow run); any other goes to ``hook``."""
+
+    def dropped(unraisable: Any) -> None:
+        exc = unraisable.exc_value
+        if not isinstance(exc, (Terminated, *relayed)):
+            hook(unraisable)
+            return
+        if isinstance(exc, Terminated) and signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
+            signal.signal(signal.SIGTERM, _terminate)  # the handler's exception was dropped: it waits again
+        signal_again(signal.SIGTERM)
+
+    return dropped
+
+
 @contextmanager
-def sigterm_stops_the_run() -> Iterator[None]:
+def sigterm_stops_the_run(relayed: tuple[type[BaseException], ...] = ()) -> Iterator[None]:
     """SIGTERM raises :class:`Terminated` for the length of the command (the handler before is put back;
-    a handler the host process installed is left alone, as is any thread but the main one)."""
+    a handler the host process installed is left alone, as is any thread but the main one). The signal
+    never lands in the import machinery (:func:`raised_safely`), and one whose exception Python dropped
+    comes again; ``relayed``: the exceptions another handler raises for SIGTERM while the command runs
+    (Prefect's during a flow run), sent again alike when dropped."""
     try:
         before = signal.getsignal(signal.SIGTERM)
     except ValueError:
@@ -81,9 +166,13 @@ def sigterm_stops_the_run() -> Iterator[None]:
     except ValueError:  # not the main thread
         yield
         return
+    ready_to_signal_again()
+    hook = sys.unraisablehook
+    sys.unraisablehook = _signal_dropped_again(relayed, hook)
     try:
         yield
     finally:
+        sys.unraisablehook = hook
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 

@@ -497,3 +497,82 @@ def test_embed_says_what_the_corpus_load_warns_of(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     for words in ("misread as cp1252", "hold U+FFFD", "column 'pub_date' is not read"):
         assert words in proc.stderr, (words, proc.stderr[-2000:])
+
+
+SIGTERM_LANDS = {
+    # the main thread's import waits for the interpreter's import lock, held by another thread; SIGTERM
+    # comes meanwhile, and its handler runs as the lock is taken, before the `try` that gives it back
+    "in-an-import": """
+def hold_the_import_lock():
+    _imp.acquire_lock()
+    while sys._current_frames()[threading.main_thread().ident].f_code.co_name != "_get_module_lock":
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(0.2)
+    _imp.release_lock()
+
+def stopped_run():
+    threading.Thread(target=hold_the_import_lock).start()
+    import fresh_a
+    time.sleep(10)
+""",
+    # the handler runs in a finalizer, whose exception Python prints as "Exception ignored" and drops
+    "in-a-finalizer": """
+class Dropped:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+
+def stopped_run():
+    Dropped()
+    time.sleep(10)
+""",
+}
+
+
+def stopped_where(where: str, folder: Path, *, stopping: str, run: str = "stopped_run()") -> list[str]:
+    """What a program says that runs ``run`` inside the context ``stopping`` (imported first) while SIGTERM
+    lands :data:`SIGTERM_LANDS` ``[where]``: how the run ended, then whether another thread can still import.
+    """
+    for name in ("fresh_a", "fresh_b"):
+        (folder / f"{name}.py").write_text("x = 1\n", encoding="utf-8")
+    program = "\n".join(
+        [
+            "import _imp, os, signal, sys, threading, time",
+            "sys.path.insert(0, sys.argv[1])",
+            stopping,
+            SIGTERM_LANDS[where],
+            "try:",
+            "    with stopping():",
+            f"        {run}",
+            "    print('ran to its end', flush=True)",
+            "except KeyboardInterrupt as exc:",
+            "    print('stopped by', type(exc).__name__, flush=True)",
+            "other = threading.Thread(target=lambda: __import__('fresh_b'), daemon=True)",
+            "other.start()",
+            "other.join(10)",
+            "print(\"another thread's import\", 'waits' if other.is_alive() else 'goes on', flush=True)",
+            "os._exit(0)",
+        ]
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", program, str(folder)], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert "Exception ignored" not in proc.stderr, proc.stderr[-2000:]
+    return proc.stdout.splitlines()
+
+
+@pytest.mark.parametrize("where", sorted(SIGTERM_LANDS))
+def test_a_sigterm_that_lands_in_an_import_or_a_finalizer_still_stops_the_command(
+    where: str, tmp_path: Path
+) -> None:
+    """SIGTERM stops a command by an exception raised wherever the main thread is. Raised as the import
+    machinery took the interpreter's import lock, it left the lock held: the command stopped, but every
+    other thread's import waited for ever (a flow command, whose Prefect threads import as they go, hung
+    at its exit); raised in a finalizer, Python printed it as "Exception ignored" and dropped it: the
+    command ran on to its end and exit 0. The signal now waits for the import machinery to be done, and one
+    that was dropped comes again: the run stops, and the other thread imports."""
+    stopping = "from nlsim.cli import sigterm_stops_the_run as stopping"
+    assert stopped_where(where, tmp_path, stopping=stopping) == [
+        "stopped by Terminated",
+        "another thread's import goes on",
+    ]

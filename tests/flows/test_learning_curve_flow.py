@@ -146,3 +146,25 @@ def test_a_flow_command_stopped_mid_curve_ends_in_one_line_and_stops_its_tempora
     ends = [line for line in stderr.splitlines() if line.startswith("python -m flows.learning_curve:")]
     assert ends == [f"python -m flows.learning_curve: {said}"], stderr[-3000:]
     assert (out / "runs" / "size4_seed1.json").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where", ["in-a-finalizer", "in-an-import"])
+def test_a_sigterm_that_lands_in_an_import_or_a_finalizer_during_a_flow_run_still_stops_the_command(
+    where: str, tmp_path: Path
+) -> None:
+    """During a flow run Prefect's engine takes SIGTERM (its exception ends the run Crashed, then it hands
+    the signal on to the command's handler), and its handler raised wherever the main thread was: as the
+    import machinery took the import lock, the command stopped but its exit waited for ever on Prefect's
+    threads, which import as they go (``python -m flows.learning_curve`` stopped mid-curve did not end in
+    120 s); in a finalizer, Python dropped the exception and the curve ran to its end, exit 0. Both now stop
+    the command (:func:`tests.commands.test_cli.stopped_where`)."""
+    from tests.commands.test_cli import stopped_where
+
+    stopping = "from flows.orchestration import sigterm_stops_the_flow_run as stopping\n"
+    stopping += "from prefect.utilities.engine import capture_sigterm"
+    run = "with capture_sigterm(): stopped_run()"
+    assert stopped_where(where, tmp_path, stopping=stopping, run=run) == [
+        "stopped by Terminated",
+        "another thread's import goes on",
+    ]
