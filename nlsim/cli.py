@@ -125,18 +125,23 @@ def _raise_terminated(signum: int, frame: object) -> None:
 
 
 _terminate = raised_safely(_raise_terminated)
+_interrupt = raised_safely(signal.default_int_handler)
 
 
 def _signal_dropped_again(
     relayed: tuple[type[BaseException], ...], hook: Callable[[Any], Any]
 ) -> Callable[[Any], Any]:
-    """``sys.unraisablehook`` that sends SIGTERM again when Python dropped the exception it raised: the
-    handler ran in a finalizer or a weakref callback, whose exceptions Python prints as "Exception
-    ignored" and forgets (the run went on to its end, exit 0). ``relayed``: the exceptions of another SIGTERM
-    handler (Prefect's, during a flow run); any other goes to ``hook``."""
+    """``sys.unraisablehook`` that sends SIGTERM (Ctrl-C's SIGINT) again when Python dropped the exception
+    its handler raised: the handler ran in a finalizer or a weakref callback, whose exceptions Python prints
+    as "Exception ignored" and forgets (the run went on to its end, exit 0). ``relayed``: the exceptions of
+    another SIGTERM handler (Prefect's, during a flow run); any other goes to ``hook``."""
 
     def dropped(unraisable: Any) -> None:
         exc = unraisable.exc_value
+        ctrl_c = isinstance(exc, KeyboardInterrupt) and not isinstance(exc, Terminated)
+        if ctrl_c and signal.getsignal(signal.SIGINT) is _interrupt:
+            signal_again(signal.SIGINT)
+            return
         if not isinstance(exc, (Terminated, *relayed)):
             hook(unraisable)
             return
@@ -152,8 +157,9 @@ def sigterm_stops_the_run(relayed: tuple[type[BaseException], ...] = ()) -> Iter
     """SIGTERM raises :class:`Terminated` for the length of the command (the handler before is put back;
     a handler the host process installed is left alone, as is any thread but the main one). The signal
     never lands in the import machinery (:func:`raised_safely`), and one whose exception Python dropped
-    comes again; ``relayed``: the exceptions another handler raises for SIGTERM while the command runs
-    (Prefect's during a flow run), sent again alike when dropped."""
+    comes again; Ctrl-C's KeyboardInterrupt alike, where Python's own handler has SIGINT. ``relayed``: the
+    exceptions another handler raises for SIGTERM while the command runs (Prefect's during a flow run), sent
+    again alike when dropped."""
     try:
         before = signal.getsignal(signal.SIGTERM)
     except ValueError:
@@ -167,12 +173,17 @@ def sigterm_stops_the_run(relayed: tuple[type[BaseException], ...] = ()) -> Iter
         yield
         return
     ready_to_signal_again()
+    ctrl_c = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if ctrl_c:
+        signal.signal(signal.SIGINT, _interrupt)
     hook = sys.unraisablehook
     sys.unraisablehook = _signal_dropped_again(relayed, hook)
     try:
         yield
     finally:
         sys.unraisablehook = hook
+        if ctrl_c:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 

@@ -500,14 +500,15 @@ def test_embed_says_what_the_corpus_load_warns_of(tmp_path: Path) -> None:
 
 
 SIGTERM_LANDS = {
-    # the main thread's import waits for the interpreter's import lock, held by another thread; SIGTERM
-    # comes meanwhile, and its handler runs as the lock is taken, before the `try` that gives it back
+    # the main thread's import waits for the interpreter's import lock, held by another thread; the signal
+    # (SIG: SIGTERM, or Ctrl-C's SIGINT) comes meanwhile, and its handler runs as the lock is taken, before
+    # the `try` that gives it back
     "in-an-import": """
 def hold_the_import_lock():
     _imp.acquire_lock()
     while sys._current_frames()[threading.main_thread().ident].f_code.co_name != "_get_module_lock":
         time.sleep(0.01)
-    os.kill(os.getpid(), signal.SIGTERM)
+    os.kill(os.getpid(), SIG)
     time.sleep(0.2)
     _imp.release_lock()
 
@@ -520,7 +521,7 @@ def stopped_run():
     "in-a-finalizer": """
 class Dropped:
     def __del__(self):
-        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), SIG)
 
 def stopped_run():
     Dropped()
@@ -529,8 +530,10 @@ def stopped_run():
 }
 
 
-def stopped_where(where: str, folder: Path, *, stopping: str, run: str = "stopped_run()") -> list[str]:
-    """What a program says that runs ``run`` inside the context ``stopping`` (imported first) while SIGTERM
+def stopped_where(
+    where: str, folder: Path, *, stopping: str, run: str = "stopped_run()", sig: str = "SIGTERM"
+) -> list[str]:
+    """What a program says that runs ``run`` inside the context ``stopping`` (imported first) while ``sig``
     lands :data:`SIGTERM_LANDS` ``[where]``: how the run ended, then whether another thread can still import.
     """
     for name in ("fresh_a", "fresh_b"):
@@ -539,6 +542,7 @@ def stopped_where(where: str, folder: Path, *, stopping: str, run: str = "stoppe
         [
             "import _imp, os, signal, sys, threading, time",
             "sys.path.insert(0, sys.argv[1])",
+            f"SIG = signal.{sig}",
             stopping,
             SIGTERM_LANDS[where],
             "try:",
@@ -574,5 +578,20 @@ def test_a_sigterm_that_lands_in_an_import_or_a_finalizer_still_stops_the_comman
     stopping = "from nlsim.cli import sigterm_stops_the_run as stopping"
     assert stopped_where(where, tmp_path, stopping=stopping) == [
         "stopped by Terminated",
+        "another thread's import goes on",
+    ]
+
+
+@pytest.mark.parametrize("where", sorted(SIGTERM_LANDS))
+def test_a_ctrl_c_that_lands_in_an_import_or_a_finalizer_still_interrupts_the_command(
+    where: str, tmp_path: Path
+) -> None:
+    """Ctrl-C's KeyboardInterrupt, raised by Python's own handler wherever the main thread was, did as
+    SIGTERM's did (:func:`test_a_sigterm_that_lands_in_an_import_or_a_finalizer_still_stops_the_command`):
+    the import lock left held, or the interrupt dropped in a finalizer and the run gone on to its end. It
+    is now put off and sent again alike."""
+    stopping = "from nlsim.cli import sigterm_stops_the_run as stopping"
+    assert stopped_where(where, tmp_path, stopping=stopping, sig="SIGINT") == [
+        "stopped by KeyboardInterrupt",
         "another thread's import goes on",
     ]
