@@ -84,7 +84,9 @@ def _components(nodes: list[str], edges: list[tuple[int, int]]) -> list[list[int
     return [g.tolist() for g in np.split(order, cuts) if len(g) > 1]
 
 
-def _events_frame(events: list[dict[str, object]], assignment: Mapping[str, str]) -> pd.DataFrame:
+def events_frame(events: list[dict[str, object]], assignment: Mapping[str, str]) -> pd.DataFrame:
+    """The events table of a run (:attr:`ClusterUpdate.events`): one row per event, with its cluster's
+    ``size`` in ``assignment``, by cluster id."""
     sizes: dict[str, int] = {}
     for cid in assignment.values():
         sizes[cid] = sizes.get(cid, 0) + 1
@@ -162,7 +164,7 @@ def update_clusters(
         for item, cid in previous.items():
             if cid in reassign:
                 assignment[item] = reassign[cid]
-    return ClusterUpdate(assignment, out_anchors, _events_frame(events, assignment), merged_into)
+    return ClusterUpdate(assignment, out_anchors, events_frame(events, assignment), merged_into)
 
 
 def assign_groups(
@@ -225,7 +227,7 @@ def assign_groups(
     merged_into = _merged_into(old_sets, assignment)
     dissolved = _dissolved(previous, assignment, merged_into, old_sets, keys)
     events += [{"cluster_id": c, "status": "dissolved", "added": [], "absorbed": []} for c in dissolved]
-    return ClusterUpdate(assignment, out_anchors, _events_frame(events, assignment), merged_into, dissolved)
+    return ClusterUpdate(assignment, out_anchors, events_frame(events, assignment), merged_into, dissolved)
 
 
 def _name_by_claims(
@@ -329,7 +331,7 @@ def regroup(
     merged_into = _merged_into(old_members, assignment)
     dissolved = _dissolved(previous, assignment, merged_into, old_members, keys)
     events += [{"cluster_id": c, "status": "dissolved", "added": [], "absorbed": []} for c in dissolved]
-    frame = _events_frame(events, assignment)
+    frame = events_frame(events, assignment)
     return ClusterUpdate(assignment, out_anchors, frame, merged_into, dissolved)
 
 

@@ -596,10 +596,10 @@ def _last_run_again(
     as when it paired the window again under another threshold, as many items as it read) and is in the
     window with the same text, the day is not older than the runs before it, the model and the settings
     kept in the state are the same, no item expires, the run's clusters change in nothing (its report would
-    list no cluster and no pair; the window's clusters, their members and representatives are those of the
-    stored report), the run searched the index the state keeps, and the editors' verdicts and scored pairs
-    are those the state keeps. Committed and published, such a run's report would list none of the day's
-    stories and, as ``latest``, hide the report of that day."""
+    list the clusters of the stored report, under the same statuses, members and representatives, and so
+    would its window), the run searched the index the state keeps, and the editors' verdicts and scored
+    pairs are those the state keeps. Any other run of the day is a new run, whose report lists the day's
+    clusters again (:attr:`~nlsim.dedup.window.Window.carried`)."""
     state = window.state
     if state is None or not state.last_run or window.older_day or window.switch is not None:
         return None
@@ -613,8 +613,6 @@ def _last_run_again(
         return None  # an item is new, changed or expires
     if counts.too_old != last.counts.too_old:
         return None  # an item too old for the window that the last run added, or the other way round
-    if len(clustering.report_clusters) or len(clustering.report_pairs):
-        return None
     verdicts, scored = stages.editors_tables(clustering)
     if _rows(verdicts) != _rows(state.verdicts) or _rows(scored) != _rows(state.scored):
         return None  # the editors' verdicts or scored pairs the state keeps change: a new run keeps them
@@ -627,6 +625,8 @@ def _last_run_again(
         return None
     if _stories(pd.read_parquet(stored)) != _stories(clustering.window_clusters):
         return None  # its window's stories (their members, their representatives) are others
+    if _listed(pd.read_parquet(folder / "clusters.parquet")) != _listed(clustering.report_clusters):
+        return None  # its report would list other clusters, or under another status
     kept = window.items.iloc[: window.n_base]
     day = kept["id"].astype(str).isin(set(corpus.frame["id"].astype(str))).to_numpy()
     runs = kept[["first_seen_run", "embedded_run"]].astype(str).to_numpy()
@@ -657,6 +657,17 @@ def _rows(frame: pd.DataFrame | None) -> set[tuple[str, ...]]:
         return set()
     named = frame.reindex(columns=sorted(frame.columns))
     return set(named.astype(str).itertuples(index=False, name=None))
+
+
+def _listed(clusters: pd.DataFrame) -> set[tuple[str, str, tuple[str, ...], str]]:
+    """A report's clusters but the dissolved ones: each one's id, status, members and representative."""
+    shown = clusters[clusters["status"].astype(str) != "dissolved"]
+    return {
+        (str(c), str(s), tuple(sorted(map(str, members))), str(r))
+        for c, s, members, r in zip(
+            shown["cluster_id"], shown["status"], shown["member_ids"], shown["representative"], strict=True
+        )
+    }
 
 
 def _stories(window: pd.DataFrame) -> set[tuple[str, tuple[str, ...], str]]:

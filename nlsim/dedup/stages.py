@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nlsim.clusters.assign import ClusterUpdate, assign_groups
+from nlsim.clusters.assign import ClusterUpdate, assign_groups, events_frame
 from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.copies import COPY_KEY_VERSION, contract, find_copies
 from nlsim.clusters.order import order_keys
@@ -262,6 +262,7 @@ def open_daily_window(
     zone = settings.input.timezone
     day = settings.input.run_date() if settings.input.date else None
     window = incremental_window(daily, corpus, state, _window_identity(model, settings), params, zone, day)
+    window = replace(window, carried=carried_clusters(window, settings.report.out))
     if not len(corpus.frame):
         log.say(f"{settings.input.corpus_path}: no items (a day without news): the window is kept as it was")
     if undated_clock(daily, corpus.frame["published_at"]):
@@ -278,6 +279,32 @@ def open_daily_window(
             f"({counted(len(window.items), 'item', 'items')})"
         )
     return window
+
+
+def carried_clusters(window: Window, out: str | Path) -> pd.DataFrame | None:
+    """The clusters listed by the report of the run whose day this one is again (:attr:`Window.again`):
+    the report the state keeps when that run is the state's last, else the one published in
+    ``OUT/runs/<its id>/`` (``None``: no such run, or no readable report of it). A cluster it reported
+    dissolved is not listed again."""
+    state = window.state
+    if not window.again or state is None:
+        return None
+    last = state.last_run["run_id"] if state.last_run else ""
+    folder = state.report_dir() if window.again == last else daily_report_dir(out, window.again)
+    try:
+        table = pd.read_parquet(Path(str(folder)) / "clusters.parquet")
+        table = table[["cluster_id", "status", "added_ids", "absorbed"]]
+    except (OSError, ValueError, KeyError):
+        return None
+    table = table[table["status"].astype(str) != "dissolved"]
+    return pd.DataFrame(
+        {
+            "cluster_id": table["cluster_id"].astype(str).tolist(),
+            "status": table["status"].astype(str).tolist(),
+            "added": [[str(i) for i in x] for x in table["added_ids"]],
+            "absorbed": [[str(c) for c in x] for x in table["absorbed"]],
+        }
+    )
 
 
 # --- embed, index, search, rerank ---------------------------------------------------------------------
@@ -760,6 +787,7 @@ def cluster(
         apart=known.cannot_link,
     )
     topic = topics(window, upd.assignment, pairs_all, opts, editors, levels, keys)
+    shown = with_carried(upd, window.carried)
     items = items.copy()
     items["cluster_id"] = [upd.assignment.get(i) for i in ids]
     items["topic_id"] = [topic.assignment.get(i) for i in ids]
@@ -767,9 +795,9 @@ def cluster(
     label = labels.to_numpy()
     held = np.array([label[x] is not None and label[x] == label[y] for x, y in zip(a, b, strict=True)], bool)
     report_pairs = pairs_table(items, story_pairs[held], labels)
-    report_clusters = _report_clusters(items, upd, story_all, opts)
+    report_clusters = _report_clusters(items, shown, story_all, opts)
     return Clustering(
-        upd,
+        shown,
         items,
         pairs_all,
         report_pairs,
@@ -797,6 +825,22 @@ def cluster(
         training=editors.training,
         held_out=editors.held_out,
     )
+
+
+def with_carried(upd: ClusterUpdate, carried: pd.DataFrame | None) -> ClusterUpdate:
+    """``upd`` with the clusters a day's earlier report listed (:attr:`Window.carried`) that the run did not
+    touch and that still exist: listed again with their status, the items that joined them and the ids
+    they absorbed (what the report of a day run again shows; the state's clusters are ``upd``'s)."""
+    if carried is None or not len(carried):
+        return upd
+    held = set(upd.assignment.values()) - set(upd.events["cluster_id"])
+    rows = carried[carried["cluster_id"].isin(held)]
+    if not len(rows):
+        return upd
+    events = events_frame([*upd.events.to_dict("records"), *rows.to_dict("records")], upd.assignment)
+    pairs = zip(rows["cluster_id"], rows["absorbed"], strict=True)
+    absorbed = {str(a): str(c) for c, ids in pairs for a in ids}
+    return replace(upd, events=events, merged_into={**absorbed, **upd.merged_into})
 
 
 def _report_clusters(

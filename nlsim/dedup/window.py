@@ -121,6 +121,12 @@ class Window:
     held: tuple[str, ...] = ()
     """Ids of an older day's items that differ from the window's copies, which a later day's run read: kept
     as the window holds them (:func:`later_versions`)."""
+    again: str = ""
+    """The run whose day this one is again (:func:`day_again`; ``""``: none): the day's items are searched
+    again and the report lists that run's clusters again (:attr:`carried`)."""
+    carried: pd.DataFrame | None = None
+    """The clusters the report of :attr:`again` listed (``cluster_id``, ``status``, ``added``,
+    ``absorbed``): listed again, with their statuses, unless this run touches them itself."""
     _converted: dict[int, str] = field(default_factory=dict, compare=False, repr=False)
     """The converted texts of the rows converted so far (a cache, not part of the window's value)."""
 
@@ -619,6 +625,45 @@ def _window_items(
     return items, keep_mask, len(base)
 
 
+def _run_id(last: RunRecord | None, key: str, ref: pd.Timestamp) -> str:
+    """An incremental run's id: the last commit's when its input is this one (a replay), else the clock
+    and the input after that commit (:func:`run_key`)."""
+    if last is not None and last.run_id and last.input_key == key:
+        return last.run_id
+    previous = last.run_id if last is not None else ""
+    return f"{ref.strftime(RUN_CLOCK)}-{run_key(key, previous)[:10]}"
+
+
+def day_again(
+    kept: pd.DataFrame, today: pd.DataFrame, classified: Classified, last: RunRecord | None, older: bool
+) -> str:
+    """The run whose day this one is again, ``""`` for none: every item of the day (but those too old for
+    the window) is in the window with the same text, the day is not older than the runs before it, and
+    one run read them all: the state's last run (which read them, or, reading no item itself as when it
+    paired the window again, read as many), else the one run that embedded them all. Such a run's report
+    is that day's report under this run's settings, never an empty one (:attr:`Window.carried`).
+
+    >>> kept = pd.DataFrame({"id": ["a", "b"], "first_seen_run": ["r1", "r2"], "embedded_run": ["r1", "r2"]})
+    >>> skipped = Classified(pd.Series(["skipped"]), set(), set(), np.array([False]))
+    >>> day_again(kept, pd.DataFrame({"id": ["b"]}), skipped, None, False)
+    'r2'
+    >>> day_again(kept, pd.DataFrame({"id": ["b"]}), skipped, None, True)
+    ''
+    """
+    status = classified.status
+    if older or not (status == "skipped").any() or not status.isin(["skipped", "too_old"]).all():
+        return ""
+    ids = set(today.loc[(status == "skipped").to_numpy(), "id"].astype(str))
+    rows = kept[kept["id"].astype(str).isin(ids)]
+    runs = rows[["first_seen_run", "embedded_run"]].astype(str).to_numpy()
+    if last is not None and last.run_id and not last.older_day:
+        none_read = not last.counts.new and not last.counts.changed and last.counts.items_in == len(status)
+        if (runs == last.run_id).any(axis=1).all() or none_read:
+            return last.run_id
+    embedded = set(runs[:, 1].tolist())
+    return embedded.pop() if len(embedded) == 1 else ""
+
+
 def incremental_window(
     daily: StateSettings,
     corpus: Corpus,
@@ -648,11 +693,7 @@ def incremental_window(
         params["day"] = day.isoformat()
     key = input_key(identity, today, params)
     last = RunRecord.from_dict(state.last_run) if state.last_run else None
-    if last is not None and last.run_id and last.input_key == key:
-        run_id = last.run_id  # the last commit's input again: a replay, under that commit's id
-    else:
-        previous = last.run_id if last is not None else ""
-        run_id = f"{ref.strftime(RUN_CLOCK)}-{run_key(key, previous)[:10]}"
+    run_id = _run_id(last, key, ref)
     kept = state.items.reset_index(drop=True)
     cutoff = ref - pd.Timedelta(days=float(daily.retention_days)) if daily.retention_days else None
     retain_from = times.where(times.notna(), ref)
@@ -673,6 +714,9 @@ def incremental_window(
         switch = replace(switch, reembedded=int(len(items)) if reembed else 0)
     all_rows, new_rows = np.arange(len(items)), np.arange(n_base, len(items))
     again = relinked(items, n_base, state.pairs, classified.changed)  # they lost links: searched again
+    day = day_again(kept, today, classified, last, older)
+    if day:  # the day's items, searched again as the run that read them searched them
+        again = np.union1d(again, np.flatnonzero(items["id"].iloc[:n_base].isin(today["id"]).to_numpy()))
     return Window(
         items=items,
         n_base=n_base,
@@ -697,4 +741,5 @@ def incremental_window(
         state=state,
         older_day=older,
         held=classified.held,
+        again=day,
     )
