@@ -103,4 +103,8 @@ class DedupConfig(Configuration):
             "window_hours": self.search.window_hours,
             "index_kind": self.search.index_kind,
             "representative": self.clustering.representative,
+            "cluster_rule": self.clustering.describe(),  # the rule, its share and what a large cluster needs
+            "cluster_cut": self.clustering.cut,
+            "topic_rule": self.clustering.topic_rule,
+            "topic_support": self.clustering.topic_support,
         }

@@ -239,7 +239,7 @@ def run_daily(
             stages.JudgeScope.daily(settings, daily, window.run_id),
         )
         window, clustering, missed = done.search.window, done.clustering, done.missed
-        again = _last_run_again(settings, window, clustering, corpus, step.log)
+        again = _last_run_again(settings, window, clustering, corpus, step.log, done.record)
         if again is not None:
             write_quarantine(corpus)
             return again
@@ -585,7 +585,12 @@ def _replay(settings: DedupConfig, window: Window, last: RunRecord, log: RunLog)
 
 
 def _last_run_again(
-    settings: DedupConfig, window: Window, clustering: stages.Clustering, corpus: Corpus, log: RunLog
+    settings: DedupConfig,
+    window: Window,
+    clustering: stages.Clustering,
+    corpus: Corpus,
+    log: RunLog,
+    record: RunRecord,
 ) -> DedupResult | None:
     """The state's last run again under another input key (another nlsim hashed it otherwise, or a setting
     that changes the key changes nothing in the window): its stored report written again, nothing committed
@@ -594,12 +599,13 @@ def _last_run_again(
     It is when every item of the day (but those too old for the window, as many as the last run found) was
     read by the state's last run (first seen or read again by it; or, that run having read no item itself,
     as when it paired the window again under another threshold, as many items as it read) and is in the
-    window with the same text, the day is not older than the runs before it, the model and the settings
-    kept in the state are the same, no item expires, the run's clusters change in nothing (its report would
-    list the clusters of the stored report, under the same statuses, members and representatives, and so
-    would its window), the run searched the index the state keeps, and the editors' verdicts and scored
-    pairs are those the state keeps. Any other run of the day is a new run, whose report lists the day's
-    clusters again (:attr:`~nlsim.dedup.window.Window.carried`)."""
+    window with the same text, the day is not older than the runs before it, the model, the settings
+    kept in the state and what its record shows of the run's settings (:func:`_shown`) are the same, no
+    item expires, the run's clusters change in nothing (its report would list the clusters of the stored
+    report, under the same statuses, members and representatives, and so would its window; its topic
+    groups are the stored ones), the run searched the index the state keeps, and the editors' verdicts and
+    scored pairs are those the state keeps. Any other run of the day is a new run, whose report lists the
+    day's clusters again (:attr:`~nlsim.dedup.window.Window.carried`)."""
     state = window.state
     if state is None or not state.last_run or window.older_day or window.switch is not None:
         return None
@@ -613,6 +619,8 @@ def _last_run_again(
         return None  # an item is new, changed or expires
     if counts.too_old != last.counts.too_old:
         return None  # an item too old for the window that the last run added, or the other way round
+    if _shown(record) != _shown(last):
+        return None  # its record would show other settings, or its report other topic groups
     verdicts, scored = stages.editors_tables(clustering)
     if _rows(verdicts) != _rows(state.verdicts) or _rows(scored) != _rows(state.scored):
         return None  # the editors' verdicts or scored pairs the state keeps change: a new run keeps them
@@ -627,6 +635,9 @@ def _last_run_again(
         return None  # its window's stories (their members, their representatives) are others
     if _listed(pd.read_parquet(folder / "clusters.parquet")) != _listed(clustering.report_clusters):
         return None  # its report would list other clusters, or under another status
+    topics = folder / "topics.parquet"  # absent in a state committed before topic groups
+    if _topics(pd.read_parquet(topics) if topics.is_file() else None) != _topics(clustering.report_topics):
+        return None  # its topic groups are others
     kept = window.items.iloc[: window.n_base]
     day = kept["id"].astype(str).isin(set(corpus.frame["id"].astype(str))).to_numpy()
     runs = kept[["first_seen_run", "embedded_run"]].astype(str).to_numpy()
@@ -657,6 +668,21 @@ def _rows(frame: pd.DataFrame | None) -> set[tuple[str, ...]]:
         return set()
     named = frame.reindex(columns=sorted(frame.columns))
     return set(named.astype(str).itertuples(index=False, name=None))
+
+
+def _shown(record: RunRecord) -> tuple[Any, ...]:
+    """What a run record shows of the settings the report was made under: the cluster rules."""
+    return (record.cluster_rule, record.story_rule)
+
+
+def _topics(topics: pd.DataFrame | None) -> set[tuple[str, tuple[str, ...]]]:
+    """A report's topic groups (``None``: none): each one's id and members."""
+    if topics is None or not len(topics):
+        return set()
+    return {
+        (str(t), tuple(sorted(map(str, m))))
+        for t, m in zip(topics["topic_id"], topics["member_ids"], strict=True)
+    }
 
 
 def _listed(clusters: pd.DataFrame) -> set[tuple[str, str, tuple[str, ...], str]]:

@@ -6,10 +6,21 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
+from nlsim.dedup.run import run_dedup
+from nlsim.dedup.state import open_state
 from tests.dedup.test_daily import _config, _two_days
-from tests.incremental_helpers import HashEncoder, report_content, run_daily
+from tests.incremental_helpers import (
+    HashEncoder,
+    batch_assignment,
+    report_content,
+    run_daily,
+    split_days,
+    state_assignment,
+    story_corpus,
+)
 
 
 def _day_report(folder: Path) -> dict[str, Any]:
@@ -55,3 +66,50 @@ def test_the_newest_day_run_again_after_an_older_days_run_publishes_its_whole_re
     again = run_daily(_config(days[1], out), state, retention_days=None, encoder=HashEncoder())
     assert (out / "latest").resolve() == again.report_dir.resolve()
     assert _day_report(out / "latest") == before
+
+
+@pytest.mark.slow
+def test_the_last_day_run_again_under_another_cluster_rule_clusters_under_it(tmp_path: Path) -> None:
+    """Three days under ``--cluster-rule components`` (x1 joins stories A and B), the third again under
+    ``support``: a new run that clusters the window under the support rule, as one batch run under it does,
+    records that rule, and publishes the day's whole report (its new cluster too), never the old one."""
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    state, out = tmp_path / "state", tmp_path / "out"
+    for day in days:
+        last = run_daily(_config(day, out), state, retention_days=None, encoder=HashEncoder())
+    assert len(set(state_assignment(state).values())) == 3  # A and B merged into c-a1, c-c1, c-d1
+    again = run_daily(
+        _config(days[2], out, cluster_rule="support"), state, retention_days=None, encoder=HashEncoder()
+    )
+    assert not again.replayed and again.run_id != last.run_id
+    story_corpus().to_parquet(tmp_path / "all.parquet", index=False)
+    batch = run_dedup(
+        _config(tmp_path / "all.parquet", tmp_path / "batch", cluster_rule="support"), encoder=HashEncoder()
+    )
+    assert state_assignment(state) == batch_assignment(batch.clusters)
+    assert _run_json(out)["cluster_rule"].startswith("support")
+    shown = _day_report(out / "latest")["clusters"]
+    assert "c-d1" in shown and shown["c-d1"][0] == "new"  # the day's new story is still in its report
+    assert "c-b1" in shown  # the story the components rule had merged is apart again
+
+
+@pytest.mark.slow
+def test_the_last_day_run_again_under_another_topic_rule_groups_topics_under_it(tmp_path: Path) -> None:
+    """Three days with topic groups under ``--topic-rule components`` (x1 gathers stories A and B into one
+    topic), the third again under ``support`` with a share of 1: a new run whose topic groups, in the report
+    and in the state, are those of one batch run under that rule, never the old ones replayed."""
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    state, out = tmp_path / "state", tmp_path / "out"
+    kw: dict[str, Any] = dict(topic_threshold=0.45, topic_rule="components", cluster_rule="support")
+    for day in days:
+        run_daily(_config(day, out, **kw), state, retention_days=None, encoder=HashEncoder())
+    assert len(pd.read_parquet(out / "latest" / "topics.parquet")) == 1
+    kw.update(topic_rule="support", topic_support=1.0)
+    again = run_daily(_config(days[2], out, **kw), state, retention_days=None, encoder=HashEncoder())
+    assert not again.replayed
+    story_corpus().to_parquet(tmp_path / "all.parquet", index=False)
+    run_dedup(_config(tmp_path / "all.parquet", tmp_path / "batch", **kw), encoder=HashEncoder())
+    batch = pd.read_parquet(tmp_path / "batch" / "topics.parquet")
+    latest = pd.read_parquet(out / "latest" / "topics.parquet")
+    assert latest["member_ids"].map(list).tolist() == batch["member_ids"].map(list).tolist()
+    assert set(open_state(state).items["topic_id"].dropna()) == set(batch["topic_id"])
