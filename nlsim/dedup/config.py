@@ -107,4 +107,7 @@ class DedupConfig(Configuration):
             "cluster_cut": self.clustering.cut,
             "topic_rule": self.clustering.topic_rule,
             "topic_support": self.clustering.topic_support,
+            "near_misses": self.report.near_misses,
+            # the scored pairs judged against, by name (a replay of a judged run needs the file no more)
+            "judge": [self.report.judge_pairs, self.report.judge_split] if self.report.judge_pairs else None,
         }

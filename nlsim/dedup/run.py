@@ -671,8 +671,12 @@ def _rows(frame: pd.DataFrame | None) -> set[tuple[str, ...]]:
 
 
 def _shown(record: RunRecord) -> tuple[Any, ...]:
-    """What a run record shows of the settings the report was made under: the cluster rules."""
-    return (record.cluster_rule, record.story_rule)
+    """What a run record shows of the settings the report was made under: the cluster rules, the near
+    misses kept and the judgement (its figures and the scored pairs it read; not the report it names)."""
+    judge = None
+    if record.judge is not None:
+        judge = {k: v for k, v in record.judge.to_dict().items() if k not in ("report", "corpus")}
+    return (record.cluster_rule, record.story_rule, record.counts.near_misses, judge)
 
 
 def _topics(topics: pd.DataFrame | None) -> set[tuple[str, tuple[str, ...]]]:

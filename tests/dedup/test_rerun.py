@@ -113,3 +113,38 @@ def test_the_last_day_run_again_under_another_topic_rule_groups_topics_under_it(
     latest = pd.read_parquet(out / "latest" / "topics.parquet")
     assert latest["member_ids"].map(list).tolist() == batch["member_ids"].map(list).tolist()
     assert set(open_state(state).items["topic_id"].dropna()) == set(batch["topic_id"])
+
+
+@pytest.mark.slow
+def test_the_last_day_run_again_with_the_judges_pairs_is_judged(tmp_path: Path) -> None:
+    """Day 2 run again with ``--judge-pairs`` it was first run without: its report is judged against them,
+    and covers the day's clusters."""
+    from tests.dedup.test_daily import _scored_day_one
+
+    state, out, days, r2 = _two_days(tmp_path)
+    pairs = _scored_day_one(tmp_path, story_corpus())
+    again = run_daily(
+        _config(days[1], out, judge_pairs=str(pairs)), state, retention_days=None, encoder=HashEncoder()
+    )
+    assert again.stats.judge is not None and _run_json(out)["judge"] is not None
+    assert _day_report(out / "latest") == _day_report(r2.report_dir)
+
+
+@pytest.mark.slow
+def test_the_last_day_run_again_with_fewer_near_misses_keeps_as_many(tmp_path: Path) -> None:
+    """Day 3 (at threshold 0.75, x1's links to stories A and B are near misses) run again with
+    ``--near-misses 1``: its report keeps one near miss, and the day's clusters."""
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    state, out = tmp_path / "state", tmp_path / "out"
+    for day in days:
+        last = run_daily(_config(day, out, threshold=0.75), state, retention_days=None, encoder=HashEncoder())
+    assert len(pd.read_parquet(out / "latest" / "near_misses.parquet")) == 2
+    again = run_daily(
+        _config(days[2], out, threshold=0.75, near_misses=1),
+        state,
+        retention_days=None,
+        encoder=HashEncoder(),
+    )
+    assert len(pd.read_parquet(out / "latest" / "near_misses.parquet")) == 1
+    assert again.stats.counts.near_misses == _run_json(out)["counts"]["near_misses"] == 1
+    assert _day_report(out / "latest") == _day_report(last.report_dir)
