@@ -671,12 +671,23 @@ def _rows(frame: pd.DataFrame | None) -> set[tuple[str, ...]]:
 
 
 def _shown(record: RunRecord) -> tuple[Any, ...]:
-    """What a run record shows of the settings the report was made under: the cluster rules, the near
-    misses kept and the judgement (its figures and the scored pairs it read; not the report it names)."""
+    """What a run record shows of the settings the report was made under and of the day's file: the clock,
+    the time zone, the cluster rules, the items read and set aside, the near misses kept and the judgement
+    (its figures and the scored pairs it read; not the report it names)."""
     judge = None
     if record.judge is not None:
         judge = {k: v for k, v in record.judge.to_dict().items() if k not in ("report", "corpus")}
-    return (record.cluster_rule, record.story_rule, record.counts.near_misses, judge)
+    counts = record.counts
+    rules = (record.cluster_rule, record.story_rule)
+    return (
+        record.as_of,
+        record.timezone,
+        *rules,
+        counts.items_in,
+        counts.quarantined,
+        counts.near_misses,
+        judge,
+    )
 
 
 def _topics(topics: pd.DataFrame | None) -> set[tuple[str, tuple[str, ...]]]:

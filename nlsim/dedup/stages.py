@@ -260,6 +260,8 @@ def open_daily_window(
     # run (its verdicts act, its scored pairs are kept), not a replay of the committed one
     params = {**settings.window_params(), "editors": editors_fingerprint(settings.clustering.annotated_pairs)}
     zone = settings.input.timezone
+    # the report's days and the record are of the run's zone, and its counts say which rows were set aside
+    params.update(timezone=zone, quarantined=int(len(corpus.quarantined)))
     day = settings.input.run_date() if settings.input.date else None
     window = incremental_window(daily, corpus, state, _window_identity(model, settings), params, zone, day)
     window = replace(window, carried=carried_clusters(window, settings.report.out))

@@ -148,3 +148,43 @@ def test_the_last_day_run_again_with_fewer_near_misses_keeps_as_many(tmp_path: P
     assert len(pd.read_parquet(out / "latest" / "near_misses.parquet")) == 1
     assert again.stats.counts.near_misses == _run_json(out)["counts"]["near_misses"] == 1
     assert _day_report(out / "latest") == _day_report(last.report_dir)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "change",
+    [{"as_of": "2005-03-04T00:00:00+00:00"}, {"timezone": "Asia/Taipei"}],
+    ids=["a later clock", "another zone"],
+)
+def test_the_last_day_run_again_with_another_clock_or_zone_records_it(
+    tmp_path: Path, change: dict[str, str]
+) -> None:
+    """Day 2 again with a later ``--as-of`` that expires nothing, or in another ``--timezone``: a new run
+    whose record says the clock or the zone asked for, with the day's whole report."""
+    state, out, days, r2 = _two_days(tmp_path)
+    zone = {"timezone": change["timezone"]} if "timezone" in change else {}
+    again = run_daily(
+        _config(days[1], out, **zone),
+        state,
+        retention_days=None,
+        as_of=change.get("as_of"),
+        encoder=HashEncoder(),
+    )
+    assert not again.replayed and (out / "latest").resolve() == again.report_dir.resolve()
+    shown = _run_json(out)
+    assert {k: shown[k] for k in change} == change
+    assert _day_report(out / "latest") == _day_report(r2.report_dir)
+
+
+@pytest.mark.slow
+def test_the_last_day_run_again_with_a_row_now_quarantined_counts_it(tmp_path: Path) -> None:
+    """Day 2's file sent again with one more row, dated far in the future (set aside in the quarantine
+    file): the report counts it quarantined, and shows the day's clusters."""
+    state, out, days, r2 = _two_days(tmp_path)
+    day2 = pd.read_parquet(days[1])
+    bad = day2.iloc[[0]].assign(id="late1", published_at=pd.Timestamp("2099-01-01", tz="UTC"))
+    pd.concat([day2, bad], ignore_index=True).to_parquet(tmp_path / "day2-bad.parquet", index=False)
+    config = _config(tmp_path / "day2-bad.parquet", out, quarantine=str(tmp_path / "bad.csv"))
+    run_daily(config, state, retention_days=None, encoder=HashEncoder())
+    assert _run_json(out)["counts"]["quarantined"] == 1
+    assert _day_report(out / "latest") == _day_report(r2.report_dir)
