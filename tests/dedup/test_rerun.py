@@ -188,3 +188,36 @@ def test_the_last_day_run_again_with_a_row_now_quarantined_counts_it(tmp_path: P
     run_daily(config, state, retention_days=None, encoder=HashEncoder())
     assert _run_json(out)["counts"]["quarantined"] == 1
     assert _day_report(out / "latest") == _day_report(r2.report_dir)
+
+
+@pytest.mark.slow
+def test_the_last_day_run_again_with_another_representative_shows_it_in_the_days_report(
+    tmp_path: Path,
+) -> None:
+    """A chain p1 - p2 - p3 (p2 linked to both, p1 and p3 not linked), p1 on day 1 and the others on day 2,
+    day 2 run again with ``--representative central``: a new run whose report lists the day's cluster, under
+    its central item p2 where the first run showed the earliest, p1."""
+    day0 = story_corpus()["published_at"].min()
+    titles = {"p1": "w1 w2 w3 w4", "p2": "w1 w2 w3 w5", "p3": "w1 w2 w6 w5"}
+    corpus = (
+        story_corpus()
+        .head(3)
+        .assign(
+            id=list(titles),
+            title=list(titles.values()),
+            published_at=[day0 + pd.Timedelta(days=d) for d in (0, 1, 1)],
+        )
+    )
+    days = split_days(corpus, tmp_path / "in", ["2005-03-02"])
+    state, out = tmp_path / "state", tmp_path / "out"
+    for day in days:
+        last = run_daily(_config(day, out), state, retention_days=None, encoder=HashEncoder())
+    before = _day_report(last.report_dir)
+    assert before["clusters"]["c-p1"][0] == "new"
+    again = run_daily(
+        _config(days[1], out, representative="central"), state, retention_days=None, encoder=HashEncoder()
+    )
+    assert not again.replayed and (out / "latest").resolve() == again.report_dir.resolve()
+    assert _day_report(out / "latest") == before
+    shown = pd.read_parquet(out / "latest" / "clusters.parquet").set_index("cluster_id")
+    assert shown.at["c-p1", "representative"] == "p2"
