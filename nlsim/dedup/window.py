@@ -639,15 +639,17 @@ def day_again(
 ) -> str:
     """The run whose day this one is again, ``""`` for none: every item of the day (but those too old for
     the window) is in the window with the same text, the day is not older than the runs before it, and
-    one run read them all: the state's last run (which read them, or, reading no item itself as when it
-    paired the window again, read as many), else the one run that embedded them all. Such a run's report
-    is that day's report under this run's settings, never an empty one (:attr:`Window.carried`).
+    they were read by the state's last run (some of them: the others, sent again, read by earlier runs; or,
+    that run reading no item itself as when it paired the window again, as many as it read), else the run
+    that embedded the most of them (the latest of those that embedded as many). Such a run's report is that
+    day's report under this run's settings, never an empty one (:attr:`Window.carried`).
 
-    >>> kept = pd.DataFrame({"id": ["a", "b"], "first_seen_run": ["r1", "r2"], "embedded_run": ["r1", "r2"]})
-    >>> skipped = Classified(pd.Series(["skipped"]), set(), set(), np.array([False]))
-    >>> day_again(kept, pd.DataFrame({"id": ["b"]}), skipped, None, False)
+    >>> kept = pd.DataFrame({"id": ["a", "b", "c"], "first_seen_run": ["r1", "r2", "r2"],
+    ...     "embedded_run": ["r1", "r2", "r2"]})
+    >>> skipped = Classified(pd.Series(["skipped"] * 3), set(), set(), np.array([False] * 3))
+    >>> day_again(kept, pd.DataFrame({"id": ["a", "b", "c"]}), skipped, None, False)
     'r2'
-    >>> day_again(kept, pd.DataFrame({"id": ["b"]}), skipped, None, True)
+    >>> day_again(kept, pd.DataFrame({"id": ["a", "b", "c"]}), skipped, None, True)
     ''
     """
     status = classified.status
@@ -658,10 +660,10 @@ def day_again(
     runs = rows[["first_seen_run", "embedded_run"]].astype(str).to_numpy()
     if last is not None and last.run_id and not last.older_day:
         none_read = not last.counts.new and not last.counts.changed and last.counts.items_in == len(status)
-        if (runs == last.run_id).any(axis=1).all() or none_read:
+        if (runs == last.run_id).any() or none_read:
             return last.run_id
-    embedded = set(runs[:, 1].tolist())
-    return embedded.pop() if len(embedded) == 1 else ""
+    embedded = pd.Series(runs[:, 1]).value_counts()
+    return str(max(embedded[embedded == embedded.max()].index)) if len(embedded) else ""
 
 
 def incremental_window(

@@ -221,3 +221,23 @@ def test_the_last_day_run_again_with_another_representative_shows_it_in_the_days
     assert _day_report(out / "latest") == before
     shown = pd.read_parquet(out / "latest" / "clusters.parquet").set_index("cluster_id")
     assert shown.at["c-p1", "representative"] == "p2"
+
+
+@pytest.mark.slow
+def test_the_last_day_run_again_with_an_item_of_an_earlier_day_sent_again_publishes_its_whole_report(
+    tmp_path: Path,
+) -> None:
+    """Day 2's file also holds day 1's c1, sent again (skipped by day 2's run): day 2 run again with another
+    ``--index`` is a new run whose report, as ``latest``, is the day's, never an empty one."""
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    day1, day2 = pd.read_parquet(days[0]), pd.read_parquet(days[1])
+    pd.concat([day2, day1[day1["id"] == "c1"]], ignore_index=True).to_parquet(days[1], index=False)
+    state, out = tmp_path / "state", tmp_path / "out"
+    run_daily(_config(days[0], out), state, retention_days=None, encoder=HashEncoder())
+    r2 = run_daily(_config(days[1], out), state, retention_days=None, encoder=HashEncoder())
+    assert r2.stats.counts.skipped == 1 and len(r2.clusters) == 2
+    again = run_daily(
+        _config(days[1], out, index_kind="hnsw"), state, retention_days=None, encoder=HashEncoder()
+    )
+    assert (out / "latest").resolve() == again.report_dir.resolve()
+    assert _day_report(out / "latest") == _day_report(r2.report_dir)
