@@ -620,7 +620,7 @@ def _last_run_again(
     if counts.too_old != last.counts.too_old:
         return None  # an item too old for the window that the last run added, or the other way round
     if _shown(record) != _shown(last):
-        return None  # its record would show other settings, or its report other topic groups
+        return None  # its record would show another clock, zone, rule, count or judgement
     verdicts, scored = stages.editors_tables(clustering)
     if _rows(verdicts) != _rows(state.verdicts) or _rows(scored) != _rows(state.scored):
         return None  # the editors' verdicts or scored pairs the state keeps change: a new run keeps them
