@@ -10,6 +10,7 @@ import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -530,6 +531,12 @@ def stopped_run():
 }
 
 
+def _ctrl_c_as_in_a_terminal() -> None:
+    """A program started in the background (a CI runner's, ``cmd &``) ignores SIGINT, and Python then leaves
+    it ignored; a terminal's Ctrl-C finds the default handler, which Python makes its own."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def stopped_where(
     where: str, folder: Path, *, stopping: str, run: str = "stopped_run()", sig: str = "SIGTERM"
 ) -> list[str]:
@@ -559,7 +566,12 @@ def stopped_where(
         ]
     )
     proc = subprocess.run(
-        [sys.executable, "-c", program, str(folder)], capture_output=True, text=True, cwd=ROOT, timeout=120
+        [sys.executable, "-c", program, str(folder)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        preexec_fn=_ctrl_c_as_in_a_terminal,
     )
     assert "Exception ignored" not in proc.stderr, proc.stderr[-2000:]
     return proc.stdout.splitlines()
