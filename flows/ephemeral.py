@@ -178,6 +178,21 @@ def _temporary_servers() -> list[Any]:
     return list(module.SubprocessASGIServer._instances.values()) if module is not None else []
 
 
+def servers_now() -> set[int]:
+    """Prefect's temporary servers of this process, as :func:`kill_started` compares them."""
+    return {id(server) for server in _temporary_servers()}
+
+
+def kill_started(before: set[int]) -> None:
+    """End the temporary servers started since ``before`` (:func:`servers_now`) without a word to them:
+    the last step of a stopped command whose exit did not end (:func:`nlsim.cli.exit_within`)."""
+    for server in _temporary_servers():
+        process = getattr(server, "server_process", None)
+        if id(server) not in before and process is not None and process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+
+
 def _stop_started(before: set[int]) -> None:
     started = [server for server in _temporary_servers() if id(server) not in before]
     if not started:

@@ -33,9 +33,17 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
 
-from flows.ephemeral import exit_on_api_failure, stopping_a_temporary_server
+from flows.ephemeral import exit_on_api_failure, kill_started, servers_now, stopping_a_temporary_server
 from nlsim import progress
-from nlsim.cli import named, os_error_line, raised_safely, sigterm_stops_the_run, stopped
+from nlsim.cli import (
+    Terminated,
+    exit_within,
+    named,
+    os_error_line,
+    raised_safely,
+    sigterm_stops_the_run,
+    stopped,
+)
 from nlsim.commands.options import config_from_args
 from nlsim.environment import check_environment
 from nlsim.errors import ConfigError, NlsimError
@@ -276,21 +284,38 @@ def config_flow(
 
 
 @contextlib.contextmanager
-def sigterm_stops_the_flow_run() -> Iterator[None]:
+def sigterm_stops_the_flow_run() -> Iterator[list[int]]:
     """:func:`nlsim.cli.sigterm_stops_the_run` for a flow run from the command line. During the run
     Prefect's engine takes SIGTERM (its ``TerminationSignal`` ends the run Crashed, then the engine hands the
     signal on to nlsim's handler); its handler is put off in the import machinery as nlsim's is
-    (:func:`nlsim.cli.raised_safely`), and its exception, when Python dropped it, comes again."""
+    (:func:`nlsim.cli.raised_safely`), and its exception, when Python dropped it, comes again. Yields the
+    SIGTERMs Prefect's handler took (:func:`stopped_by_sigterm` reads them)."""
     from prefect.exceptions import TerminationSignal
     from prefect.utilities import engine
 
     bridge = engine._prefect_sigterm_handler  # looked up by name as the engine installs and checks it
-    engine._prefect_sigterm_handler = raised_safely(bridge)  # type: ignore[assignment]
+    took: list[int] = []
+
+    def noted(signum: int, frame: Any) -> Any:
+        took.append(signum)
+        return bridge(signum, frame)
+
+    engine._prefect_sigterm_handler = raised_safely(noted)  # type: ignore[assignment]
     try:
         with sigterm_stops_the_run(relayed=(TerminationSignal,)):
-            yield
+            yield took
     finally:
         engine._prefect_sigterm_handler = bridge
+
+
+def stopped_by_sigterm(state: Any, took: list[int]) -> Any:
+    """A flow run's final ``state``; raises :class:`nlsim.cli.Terminated` when SIGTERM came during the run
+    and the run did not complete: Prefect's handler, landing as a task run was being created, made its crash
+    handling fail ("ValueError: Task run is not set"), and the stopped command ended as a failed run, exit 1,
+    with that error as its reason."""
+    if took and not state.is_completed():
+        raise Terminated
+    return state
 
 
 def run_from_command_line(
@@ -316,12 +341,16 @@ def run_from_command_line(
             params.update(parameters(config_from_args(cls, args)))
     except ConfigError as exc:  # a value that cannot work: one line and exit 2, as `nlsim` says it
         parser.error(str(exc))
+    before = servers_now()
     try:
-        with sigterm_stops_the_flow_run():  # Prefect's own handler hands the signal on to nlsim's
+        with sigterm_stops_the_flow_run() as took:  # Prefect's own handler hands the signal on to nlsim's
             run = lambda: flow_(**params, return_state=True)  # noqa: E731
-            return exit_on_api_failure(prog, lambda: exit_status(prog, stopping_a_temporary_server(run)))
+            ended = lambda: stopped_by_sigterm(stopping_a_temporary_server(run), took)  # noqa: E731
+            return exit_on_api_failure(prog, lambda: exit_status(prog, ended()))
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
-        return stopped(prog, exc)
+        status = stopped(prog, exc)
+        exit_within(status, last=lambda: kill_started(before))  # Prefect's exit handlers stop its server
+        return status
 
 
 USAGE = f"{ConfigError.__name__}: "

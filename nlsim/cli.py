@@ -187,6 +187,37 @@ def sigterm_stops_the_run(relayed: tuple[type[BaseException], ...] = ()) -> Iter
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+EXIT_GRACE_S = 30.0
+"""Seconds a stopped command's interpreter may take to exit (its threads' ends, its exit handlers) before
+:func:`exit_within` ends the process."""
+
+
+def exit_within(status: int, seconds: float = EXIT_GRACE_S, last: Callable[[], None] | None = None) -> None:
+    """Make sure a stopped command ends: a daemon thread that, if the process still runs ``seconds`` later
+    (its interpreter's exit waiting for a thread or an exit handler that never returns, as a flow command's
+    once did after its ``stopped (SIGTERM)`` line), runs ``last`` (what the exit handlers would have done
+    that must not be lost: a temporary server stopped) and ends the process with ``status``.
+
+    Example:
+        >>> exit_within(143, seconds=3600)  # a process that ends before then is not touched
+    """
+
+    def end() -> None:
+        time.sleep(seconds)
+        try:
+            if last is not None:
+                last()
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):
+                    pass
+            os._exit(status)
+
+    threading.Thread(target=end, name="nlsim-exit-within", daemon=True).start()
+
+
 def stopped(prog: str, exc: KeyboardInterrupt) -> int:
     """The one line a command stopped by SIGTERM (:class:`Terminated`) or Ctrl-C ends with, and its exit
     status (143, 130), once its clean-up ran: ``nlsim CMD`` and ``python -m flows.X`` alike."""

@@ -607,3 +607,29 @@ def test_a_ctrl_c_that_lands_in_an_import_or_a_finalizer_still_interrupts_the_co
         "stopped by KeyboardInterrupt",
         "another thread's import goes on",
     ]
+
+
+@pytest.mark.parametrize("stuck", ["a thread", "an exit handler"])
+def test_a_stopped_command_whose_exit_does_not_end_ends_within_its_grace(stuck: str) -> None:
+    """A flow command stopped by SIGTERM said ``stopped (SIGTERM)`` and then waited for ever at its exit (a
+    thread or an exit handler of Prefect's that never returned: its temporary server, stopped by another
+    exit handler, kept running). After the stop line the process ends with its status within the grace
+    (:func:`nlsim.cli.exit_within`), what must not be lost done first."""
+    stick = {
+        "a thread": "threading.Thread(target=threading.Event().wait).start()",
+        "an exit handler": "atexit.register(threading.Event().wait)",
+    }[stuck]
+    program = "\n".join(
+        [
+            "import atexit, sys, threading",
+            "from nlsim.cli import exit_within",
+            stick,
+            "print('stopped (SIGTERM)', flush=True)",
+            "exit_within(143, seconds=1, last=lambda: print('server stopped'))",
+            "sys.exit(143)",
+        ]
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert (proc.returncode, proc.stdout.split("\n")) == (143, ["stopped (SIGTERM)", "server stopped", ""])

@@ -168,3 +168,21 @@ def test_a_sigterm_that_lands_in_an_import_or_a_finalizer_during_a_flow_run_stil
         "stopped by Terminated",
         "another thread's import goes on",
     ]
+
+
+def test_a_run_that_failed_after_a_sigterm_ends_as_stopped() -> None:
+    """SIGTERM landing as Prefect created a task run made its crash handling fail ("ValueError: Task run is
+    not set"): the run ended Failed, and the stopped command said that error and exit 1. A run that did not
+    complete after a SIGTERM came ends as a stopped one (143, one line); one that completed, or failed with
+    no SIGTERM, ends as it did."""
+    from prefect.states import Completed, Failed
+
+    from flows.orchestration import stopped_by_sigterm
+    from nlsim.cli import Terminated
+
+    failed = Failed(message="Flow run encountered an exception: ValueError: Task run is not set")
+    with pytest.raises(Terminated):
+        stopped_by_sigterm(failed, [signal.SIGTERM])
+    assert stopped_by_sigterm(failed, []) is failed
+    done = Completed()
+    assert stopped_by_sigterm(done, [signal.SIGTERM]) is done
