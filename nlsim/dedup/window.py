@@ -635,10 +635,17 @@ def _run_id(last: RunRecord | None, key: str, ref: pd.Timestamp) -> str:
 
 
 def day_again(
-    kept: pd.DataFrame, today: pd.DataFrame, classified: Classified, last: RunRecord | None, older: bool
+    kept: pd.DataFrame,
+    today: pd.DataFrame,
+    classified: Classified,
+    last: RunRecord | None,
+    older: bool,
+    last_day: bool = False,
 ) -> str:
     """The run whose day this one is again, ``""`` for none: every item of the day (but those too old for
-    the window) is in the window with the same text, the day is not older than the runs before it, and
+    the window) is in the window with the same text, or some are and the day is the state's last run's
+    (``last_day``, :func:`of_last_day`: the day's file sent again with an item more or corrected), the day
+    is not older than the runs before it, and
     they were read by the state's last run (some of them: the others, sent again, read by earlier runs; or,
     that run reading no item itself as when it paired the window again, as many as it read), else the run
     that embedded the most of them (the latest of those that embedded as many). Such a run's report is that
@@ -653,7 +660,9 @@ def day_again(
     ''
     """
     status = classified.status
-    if older or not (status == "skipped").any() or not status.isin(["skipped", "too_old"]).all():
+    if older or not (status == "skipped").any():
+        return ""
+    if not last_day and not status.isin(["skipped", "too_old"]).all():
         return ""
     ids = set(today.loc[(status == "skipped").to_numpy(), "id"].astype(str))
     rows = kept[kept["id"].astype(str).isin(ids)]
@@ -664,6 +673,21 @@ def day_again(
             return last.run_id
     embedded = pd.Series(runs[:, 1]).value_counts()
     return str(max(embedded[embedded == embedded.max()].index)) if len(embedded) else ""
+
+
+def of_last_day(last: RunRecord | None, latest: pd.Timestamp | None, timezone: str = "UTC") -> bool:
+    """Whether a day's items, ``latest`` the time of its latest (:func:`day_of`), are of the day of the
+    state's last run (its clock's date in ``timezone``), that run not of an older day.
+
+    >>> last = RunRecord(run_id="r2", as_of="2026-11-25T15:00:00+00:00")
+    >>> later, next_day = pd.Timestamp("2026-11-25T18:00Z"), pd.Timestamp("2026-11-26T01:00Z")
+    >>> of_last_day(last, later), of_last_day(last, next_day)
+    (True, False)
+    """
+    if last is None or not last.run_id or last.older_day or not last.as_of or latest is None:
+        return False
+    day = pd.Timestamp(latest).tz_convert(timezone).date()
+    return bool(day == pd.Timestamp(last.as_of).tz_convert(timezone).date())
 
 
 def incremental_window(
@@ -716,7 +740,7 @@ def incremental_window(
         switch = replace(switch, reembedded=int(len(items)) if reembed else 0)
     all_rows, new_rows = np.arange(len(items)), np.arange(n_base, len(items))
     again = relinked(items, n_base, state.pairs, classified.changed)  # they lost links: searched again
-    day = day_again(kept, today, classified, last, older)
+    day = day_again(kept, today, classified, last, older, of_last_day(last, latest, timezone))
     if day:  # the day's items, searched again as the run that read them searched them
         again = np.union1d(again, np.flatnonzero(items["id"].iloc[:n_base].isin(today["id"]).to_numpy()))
     return Window(

@@ -241,3 +241,28 @@ def test_the_last_day_run_again_with_an_item_of_an_earlier_day_sent_again_publis
     )
     assert (out / "latest").resolve() == again.report_dir.resolve()
     assert _day_report(out / "latest") == _day_report(r2.report_dir)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("change", ["one more item", "one item corrected"])
+def test_the_last_day_run_again_with_an_item_more_or_corrected_publishes_its_whole_report(
+    tmp_path: Path, change: str
+) -> None:
+    """Day 2's file sent again with one more item of that day (a lone story), or with one item's title
+    corrected: a new run whose report, as ``latest``, lists the day's clusters with what it changed, never
+    only the changed item."""
+    state, out, days, r2 = _two_days(tmp_path)
+    before = _day_report(r2.report_dir)
+    day2 = pd.read_parquet(days[1])
+    if change == "one more item":
+        more = day2.iloc[[0]].assign(id="g1", title="brand new lone story here")
+        day2 = pd.concat([day2, more], ignore_index=True)
+    else:
+        day2.loc[day2["id"] == "e1", "title"] = "tau upsilon phi psi"
+    day2.to_parquet(tmp_path / "day2-again.parquet", index=False)
+    again = run_daily(
+        _config(tmp_path / "day2-again.parquet", out), state, retention_days=None, encoder=HashEncoder()
+    )
+    assert not again.replayed and (out / "latest").resolve() == again.report_dir.resolve()
+    assert _day_report(out / "latest") == before
+    assert _run_json(out)["counts"]["clusters"] == 2
