@@ -98,7 +98,11 @@ class DedupConfig(Configuration):
         """The settings that decide a run's result besides its items and its vectors (part of a daily run's
         input: a change is a new run, not a replay; a change of ``k`` or ``window_hours`` also pairs the
         window again, :class:`~nlsim.dedup.state.StateIdentity`)."""
+        lists = {}  # --nlist, --nprobe when given (an IVF index's lists and probes; a key without them else)
+        if self.search.nlist is not None or self.search.nprobe is not None:
+            lists = {"ivf_lists": [self.search.nlist, self.search.nprobe]}
         return {
+            **lists,
             "k": self.search.k,
             "window_hours": self.search.window_hours,
             "index_kind": self.search.index_kind,

@@ -493,6 +493,8 @@ def kept_index(kept: SearchIndex | None, search: SearchSettings) -> SearchIndex 
         return None
     kept = on_device(kept, search.use_gpu)
     if kept.kind == "ivf":
+        # figures of its own: the state's kept index still says the probes it was searched with
+        kept = SearchIndex(kept.index, kept.kind, kept.device, kept.dim, kept.params)
         nlist = int(kept.params["nlist"])
         kept.set_search_params(nprobe=search.nprobe or default_nprobe(nlist))
         if search.nlist and nlist != search.nlist:

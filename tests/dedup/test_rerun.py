@@ -266,3 +266,25 @@ def test_the_last_day_run_again_with_an_item_more_or_corrected_publishes_its_who
     assert not again.replayed and (out / "latest").resolve() == again.report_dir.resolve()
     assert _day_report(out / "latest") == before
     assert _run_json(out)["counts"]["clusters"] == 2
+
+
+@pytest.mark.slow
+def test_the_last_day_run_again_with_another_nprobe_keeps_it(tmp_path: Path) -> None:
+    """Day 2 run again with ``--index ivf --nlist 2``, then again with ``--nprobe 1``: the second is a new
+    run, never a replay, and the state keeps the probes it asks for, with the day's whole report."""
+    from nlsim.dedup.state import open_state
+
+    state, out, days, r2 = _two_days(tmp_path)
+    ivf = run_daily(
+        _config(days[1], out, index_kind="ivf", nlist=2), state, retention_days=None, encoder=HashEncoder()
+    )
+    again = run_daily(
+        _config(days[1], out, index_kind="ivf", nlist=2, nprobe=1),
+        state,
+        retention_days=None,
+        encoder=HashEncoder(),
+    )
+    assert not again.replayed and again.run_id != ivf.run_id
+    kept = open_state(state).index
+    assert kept is not None and (kept.params["nlist"], kept.params["nprobe"]) == (2, 1)
+    assert _day_report(out / "latest") == _day_report(r2.report_dir)
