@@ -329,7 +329,9 @@ def run_from_command_line(
     flow (Prefect starts a temporary server when none is set), exit 0 when it completed, else 1; stopped, as
     ``nlsim`` is, 143 (SIGTERM: ``kill``, a scheduler's timeout) or 130 (Ctrl-C), in one line, once the
     temporary server is stopped (Prefect ended the process on SIGTERM by the signal itself, which left the
-    server running, and a Ctrl-C in its traceback)."""
+    server running, and a Ctrl-C in its traceback). Stopped with the process's own command line (``argv``
+    ``None``), the process ends :data:`nlsim.cli.EXIT_GRACE_S` seconds after its stop line at the latest
+    (:func:`nlsim.cli.exit_within`); a caller that passes ``argv`` keeps its process."""
     parser = argparse.ArgumentParser(prog=prog, description=flow_.description)
     add_options(parser)
     args = parser.parse_args(argv)
@@ -349,7 +351,8 @@ def run_from_command_line(
             return exit_on_api_failure(prog, lambda: exit_status(prog, ended()))
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
         status = stopped(prog, exc)
-        exit_within(status, last=lambda: kill_started(before))  # Prefect's exit handlers stop its server
+        if argv is None:  # the program's own command line: its exit is bounded, its servers stopped
+            exit_within(status, last=lambda: kill_started(before))  # else by Prefect's exit handlers
         return status
 
 
