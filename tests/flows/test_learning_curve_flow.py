@@ -186,3 +186,22 @@ def test_a_run_that_failed_after_a_sigterm_ends_as_stopped() -> None:
     assert stopped_by_sigterm(failed, []) is failed
     done = Completed()
     assert stopped_by_sigterm(done, [signal.SIGTERM]) is done
+
+
+def test_a_flow_main_called_with_its_options_and_stopped_keeps_the_callers_process(monkeypatch) -> None:
+    """A stopped flow command's exit is bounded (:func:`nlsim.cli.exit_within`: the process ends 30 s after
+    its stop line at the latest); a program that calls a flow's ``main(argv)`` and is stopped by Ctrl-C
+    keeps its process: the bound is armed for the process's own command line alone."""
+    import flows.orchestration as orchestration
+
+    armed: list[int] = []
+    monkeypatch.setattr(orchestration, "exit_within", lambda status, **kw: armed.append(status))
+
+    class Stopped:  # a flow whose run is stopped by Ctrl-C
+        description = "a flow"
+
+        def __call__(self, **params: Any) -> Any:
+            raise KeyboardInterrupt
+
+    status = orchestration.run_from_command_line(Stopped(), "python -m flows.x", lambda p: None, (), [])
+    assert (status, armed) == (130, [])
