@@ -40,7 +40,7 @@ from nlsim.dedup.model_drop import model_drop, refusal
 from nlsim.dedup.paths import check_run_paths, held_paths
 from nlsim.dedup.settings import StateSettings
 from nlsim.dedup.state import carried_editors, move_aside, remove_unfinished
-from nlsim.dedup.window import Window
+from nlsim.dedup.window import Window, read_none
 from nlsim.errors import ConfigError
 from nlsim.evaluation.judge import Judgement, nothing_judged
 from nlsim.io.atomic import atomic_write_text
@@ -642,7 +642,7 @@ def _last_run_again(
     day = kept["id"].astype(str).isin(set(corpus.frame["id"].astype(str))).to_numpy()
     runs = kept[["first_seen_run", "embedded_run"]].astype(str).to_numpy()
     read = (runs == last.run_id).any(axis=1)
-    if not day.any() or not (read[day].all() or _read_none(last, window)):
+    if not day.any() or not (read[day].all() or read_none(last, window.counts.items_in)):
         return None
     log.say(
         f"the items of {settings.input.corpus_path} were all read by run {last.run_id}, the state's last "
@@ -651,15 +651,6 @@ def _last_run_again(
         "nothing committed"
     )
     return _replay(settings, window, last, log)
-
-
-def _read_none(last: RunRecord, window: Window) -> bool:
-    """Whether the state's last run read no item itself (every item of its day already in the window with
-    the same text: a run that paired the window again under another threshold, or took the editors' new
-    verdicts) and read as many items as this run: then no item shows that it read them, and this run, all of
-    whose items are in the window with the same text, is that run's day again."""
-    counts = last.counts
-    return not counts.new and not counts.changed and counts.items_in == window.counts.items_in
 
 
 def _rows(frame: pd.DataFrame | None) -> set[tuple[str, ...]]:

@@ -668,11 +668,24 @@ def day_again(
     rows = kept[kept["id"].astype(str).isin(ids)]
     runs = rows[["first_seen_run", "embedded_run"]].astype(str).to_numpy()
     if last is not None and last.run_id and not last.older_day:
-        none_read = not last.counts.new and not last.counts.changed and last.counts.items_in == len(status)
-        if (runs == last.run_id).any() or none_read:
+        if (runs == last.run_id).any() or read_none(last, len(status)):
             return last.run_id
     embedded = pd.Series(runs[:, 1]).value_counts()
     return str(max(embedded[embedded == embedded.max()].index)) if len(embedded) else ""
+
+
+def read_none(last: RunRecord, items_in: int) -> bool:
+    """Whether ``last`` read no item itself (every item of its day already in the window with the same
+    text: a run that paired the window again under another threshold, or took the editors' new verdicts)
+    and read ``items_in`` items: then no item shows that it read them, and a run of that many items, all in
+    the window with the same text, is that run's day again.
+
+    >>> last = RunRecord(run_id="r2", counts=Counts(items_in=3, new=0, changed=0))
+    >>> read_none(last, 3), read_none(last, 2)
+    (True, False)
+    """
+    counts = last.counts
+    return not counts.new and not counts.changed and counts.items_in == items_in
 
 
 def of_last_day(last: RunRecord | None, latest: pd.Timestamp | None, timezone: str = "UTC") -> bool:
