@@ -10,8 +10,9 @@ as text-dedup and SemHash do, exact duplicates are grouped first:
   a page shows (:func:`nlsim.io.cells.shown_text`: ``AT&amp;T`` is ``AT&T``, ``<b>Storm</b>`` is ``Storm``),
   NFKC, case folded, without white space, punctuation, control characters or characters that show nothing
   (a Hangul filler, a variation selector: :func:`nlsim.io.cells.unseen`), a mark between two digits kept
-  (``1.5%`` is not ``15%``) but for a thousands separator (``3,000`` is ``3000``). Two items with the same
-  non-empty key are copies.
+  (``1.5%`` is not ``15%``) but for a thousands separator (``3,000`` is ``3000``), and without what a wire or
+  a desk sets around a headline (a flash label, a dateline, a byline, the source's name after it). Two items
+  with the same non-empty key are copies.
 - :func:`find_copies`: the copy groups of a window, each led by its earliest member (the order rule of
   :mod:`nlsim.clusters.order`), its *representative*. Copies further apart in time than the run's time
   window (``--window-hours``) are not copies (a group is cut where a member comes more than the window
@@ -53,12 +54,13 @@ from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.order import order_keys
 from nlsim.io.cells import shown_text, unseen
 
-COPY_KEY_VERSION = 5
+COPY_KEY_VERSION = 6
 """Which definition of :func:`copy_key` grouped the copies, kept in a daily state's identity: a state whose
 copies an earlier one grouped (1: the characters that show nothing kept, a mark between two digits dropped;
 a state written then has none; 2: HTML markup read as written, ``AT&amp;T`` not ``AT&T``, and a minus sign
 not a hyphen; 3: a flash label before a headline part of it, ``【快訊】`` a word of the copy; 4: a tilde and a
-bar symbols, ``颱風來了～`` no copy of ``颱風來了〜``) is paired again,
+bar symbols, ``颱風來了～`` no copy of ``颱風來了〜``; 5: a wire's dateline, a byline and a source's name
+after a headline part of it, ``新華社北京12月6日電`` and ``- 中央社`` words of the copy) is paired again,
 so that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
@@ -74,14 +76,78 @@ FLASH_LABELS = (
     "快訊|快讯|獨家|独家|最新|即時|即时|突發|突发|速報|速报|更新"
     "|breaking news|breaking|exclusive|urgent|flash|update(?: ?[0-9]{1,2})?"
 )
-"""The flash labels a desk puts before a wire story's headline (the case folded), :data:`FLASH`."""
+"""The flash labels a desk puts before a wire story's headline (in lower case; read in any), :data:`FLASH`."""
 
 FLASH = re.compile(
-    rf"^\s*(?:[\[【〔(〈《「]\s*(?:{FLASH_LABELS})\s*[\]】〕)〉》」]|(?:{FLASH_LABELS})\s*[/:|\-–—])\s*"
+    rf"^\s*(?:[\[【〔(〈《「]\s*(?:{FLASH_LABELS})\s*[\]】〕)〉》」]|(?:{FLASH_LABELS})\s*[/:|\-–—])\s*",
+    re.IGNORECASE,
 )
 """A flash label that opens a headline, read after NFKC (``（`` is ``(``, ``／`` is ``/``): in brackets
 (``【快訊】``, ``[Breaking]``, ``（獨家）``) or followed by a slash, a colon, a bar or a dash (``快訊／``,
 ``BREAKING:``, ``UPDATE 1-``); not a word that only starts like one (``Breaking Bad``, ``獨家專訪``)."""
+
+WIRE_AGENCIES_ZH = (
+    "新華社|新华社|中新社|中新網|中新网|中央社|人民網|人民网|央視網|央视网|國際在線|国际在线"
+    "|法新社|路透社|美聯社|美联社|共同社|韓聯社|韩联社"
+)
+"""The news agencies whose Chinese dateline opens a wire story (after NFKC): :data:`DATELINE`."""
+
+WIRE_AGENCIES_EN = "reuters|ap|afp|xinhua|bloomberg|cna|kyodo|yonhap|upi|dpa|pti|efe|ansa|tass"
+"""The news agencies an English dateline names in brackets (``BEIJING (Reuters) -``): :data:`DATELINE`."""
+
+DATELINE = re.compile(
+    rf"^\s*(?:(?P<open>[(\[【〔])\s*)?(?:{WIRE_AGENCIES_ZH})(?:記者|记者)?[^\d\s()\[\]【】〔〕]{{0,12}}?"
+    r"(?:\d{1,2}月)?\d{1,2}日(?:電|电|訊|讯)(?(open)\s*[)\]】〕])"
+    r"|^\s*(?-i:[A-Z][A-Z.'-]+(?:[ ,]+[A-Z][A-Za-z.'-]*){0,4}(?:,\s*[A-Z][a-z]{2,8}\.?\s+\d{1,2})?\s*)?"
+    rf"\((?:{WIRE_AGENCIES_EN})\)\s*[-\u2013\u2014\u2015]+",
+    re.IGNORECASE,
+)
+"""A wire dateline that opens a story, read after NFKC (the agency in any case): an agency's Chinese
+one, the agency, perhaps its reporter, the place and the day the story was filed
+(``新華社北京12月6日電``, ``中新網12月6日電``, ``（中央社記者王小明台北6日電）``), or an English one, a
+place, perhaps the day, and the agency in brackets before a dash (``BEIJING (Reuters) -``,
+``WASHINGTON, Dec 6 (Reuters) -``, ``TAIPEI, Taiwan (AP) —``); not an agency's name alone (``中央社：``), a
+date alone (``12月6日``) nor a place in lower case (``Man bites dog (AP) -``: a wire's English place is in
+capitals)."""
+
+BYLINE = (
+    r"[(\[【〔]\s*(?:(?:記者|记者|實習記者|实习记者|特派員|特派员)\s*[/:]?"
+    r"|(?:文|撰文|編譯|编译|圖|图|文/圖|文/图)\s*[/:])\s*[^\d()\[\]【】〔〕]{1,24}?\s*[)\]】〕]"
+)
+"""A reporter's byline in brackets: ``（記者 王小明）``, ``【記者王小明／台北報導】``, ``（文／王小明）`` (no
+figure in it; a bracket that opens with a word that only starts like one, ``(文末有彩蛋)``, is text)."""
+
+SOURCES = (
+    "中央社(?: ?cna)?|中央通訊社|中央通讯社|新華社|新华社|新華網"
+    "|新华网|人民網|人民网|人民日報|人民日报|中新網|中新网|中新社|央視新聞"
+    "|央视新闻|央視網|央视网|澎湃新聞|澎湃新闻|環球時報|环球时报|環球網"
+    "|环球网|自由時報電子報|自由時報|自由时报|自由財經|聯合新聞網|联合新闻网"
+    "|udn ?聯合新聞網|聯合報|联合报|經濟日報|经济日报|中時新聞網"
+    "|中时新闻网|中國時報|中国时报|工商時報|ettoday ?新聞雲"
+    "|ettoday|東森新聞|东森新闻|tvbs ?新聞網|tvbs|公視新聞網"
+    "|三立新聞網|民視新聞|鏡週刊|鏡新聞|nownews ?今日新聞"
+    "|nownews|yahoo ?奇摩新聞|yahoo ?新聞|蘋果日報|苹果日报"
+    "|明報|明报|星島日報|星岛日报|香港01|bbc ?中文網?|德國之聲"
+    "|美國之音|美国之音|路透社|法新社|美聯社|美联社"
+    "|reuters|associated press|ap|afp|bloomberg|xinhua|cna|focus taiwan|taipei times|bbc news|bbc|cnn"
+    "|the guardian|npr|nikkei asia|south china morning post|scmp|kyodo news|yonhap|al jazeera"
+    "|the new york times|the washington post|financial times|abc news|nbc news|cbs news|fox news|sky news"
+)
+"""The news sources whose name a desk sets after a headline (after NFKC, in any case): :data:`SOURCE`."""
+
+SOURCE = re.compile(
+    rf"(?:\s*[-|/\u2013\u2014\u2015]+\s*(?:{SOURCES})|\s*[(\[【〔]\s*(?:{SOURCES})\s*[)\]】〕]"
+    rf"|\s*{BYLINE})\s*$",
+    re.IGNORECASE,
+)
+"""What a desk sets after a wire story's headline, read after NFKC (in any case): the name of its source
+after a dash, a bar or a slash (``- 中央社``, ``| Reuters``, ``——人民網``, ``- AP``) or in brackets
+(``（中央社）``), or a byline (:data:`BYLINE`); not a word after a dash that names no source
+(``- update``)."""
+
+OPENING_BYLINE = re.compile(rf"^\s*{BYLINE}", re.IGNORECASE)
+"""A byline (:data:`BYLINE`) that opens a story, after its dateline
+(``新華社北京12月6日電（記者王小明）``)."""
 
 DROPPED = ("Z", "P", "C")
 """The Unicode categories a copy key leaves out: white space (Z), punctuation (P), control and format
@@ -103,9 +169,11 @@ def copy_key(text: str) -> str:
     punctuation between two digits is kept, as one mark (``.``): ``1.5%`` and ``15%``, ``2-1`` and ``21`` are
     other numbers, where ``1.5%`` and ``1,5 %`` are one; a thousands separator is not part of the number
     (:data:`GROUPING`): ``3,000``, ``3 000`` and ``3000`` are one. A minus sign is a hyphen (:data:`MINUS`).
-    A flash label that opens the text (:data:`FLASH`: ``【快訊】``, ``快訊／``, ``[Breaking]``, ``UPDATE 1-``)
-    is no part of it, one after another too, unless nothing would be left: the wire's text with it is the
-    wire's text.
+    A flash label that opens the text (:data:`FLASH`: ``【快訊】``, ``快訊／``, ``[Breaking]``,
+    ``UPDATE 1-``), a wire's dateline or a byline that opens it (:data:`DATELINE`:
+    ``新華社北京12月6日電``, ``BEIJING (Reuters) -``; :data:`OPENING_BYLINE`) and a source's name or a
+    byline that closes it (:data:`SOURCE`: ``- 中央社``, ``| Reuters``, ``（記者 王小明）``) are no part of
+    it, one after another too, unless nothing would be left: the wire's text with them is the wire's text.
 
     >>> copy_key("  Rain, in TAIPEI!\\u200b "), copy_key("「颱風」來了"), copy_key("...")
     ('rainintaipei', '颱風來了', '')
@@ -117,8 +185,12 @@ def copy_key(text: str) -> str:
     ('3000jobs', '3000jobs', '1234567', '2024.05.01')
     >>> copy_key("【快訊】颱風來了"), copy_key("UPDATE 1-Rain"), copy_key("【快訊】"), copy_key("Breaking")
     ('颱風來了', 'rain', '快訊', 'breaking')
+    >>> copy_key("新華社北京12月6日電 颱風來了"), copy_key("颱風來了 - 中央社")
+    ('颱風來了', '颱風來了')
+    >>> copy_key("BEIJING (Reuters) - Rain"), copy_key("Rain - AP")
+    ('rain', 'rain')
     """
-    folded = _unlabelled(unicodedata.normalize("NFKC", shown_text(str(text))).casefold().replace(MINUS, "-"))
+    folded = _unlabelled(unicodedata.normalize("NFKC", shown_text(str(text))).replace(MINUS, "-")).casefold()
     kept: list[str] = []
     marks = ""  # the visible marks and spaces since the last character kept
     last = -1  # where the last character kept is in ``folded``
@@ -135,21 +207,35 @@ def copy_key(text: str) -> str:
     return "".join(kept)
 
 
-def _unlabelled(folded: str) -> str:
-    """``folded`` (NFKC, case folded) without the flash labels that open it (:data:`FLASH`), unless nothing
-    but marks would be left of it.
+def _unlabelled(text: str) -> str:
+    """``text`` (NFKC) without what a wire or a desk sets around a story's headline, unless nothing but marks
+    would be left of it: the flash labels (:data:`FLASH`), the datelines (:data:`DATELINE`) and the bylines
+    (:data:`OPENING_BYLINE`) that open it, and the source names and bylines that close it (:data:`SOURCE`),
+    one after another too.
 
     >>> _unlabelled("【快訊】【獨家】颱風"), _unlabelled("快訊/ "), _unlabelled("高雄快訊:停班")
     ('颱風', '快訊/ ', '高雄快訊:停班')
+    >>> _unlabelled("【快訊】新華社北京12月6日電(記者王小明)颱風 - 中央社"), _unlabelled("颱風 - 更新")
+    ('颱風', '颱風 - 更新')
+    >>> _unlabelled("BEIJING, Dec 6 (Reuters) - Rain | Reuters"), _unlabelled("- AP")
+    ('Rain', '- AP')
     """
-    rest = folded
-    while (label := FLASH.match(rest)) is not None:
-        rest = rest[label.end() :]
+    rest = text
+    while True:
+        opening = FLASH.match(rest) or DATELINE.match(rest) or OPENING_BYLINE.match(rest)
+        if opening is not None:
+            rest = rest[opening.end() :]
+            continue
+        closing = SOURCE.search(rest)
+        if closing is None:
+            break
+        rest = rest[: closing.start()]
+    rest = rest.strip()
     shown = any(
         unicodedata.category(ch)[0] not in DROPPED and ch not in SYMBOL_MARKS and not unseen(ch)
         for ch in rest
     )
-    return rest if shown else folded
+    return rest if shown else text
 
 
 def _groups(text: str, last: int, marks: str, at: int) -> bool:

@@ -307,3 +307,61 @@ def test_a_tilde_or_a_bar_is_a_mark_as_a_wave_dash_or_a_slash_is():
     assert copy_key("氣溫18～22度") == copy_key("氣溫18〜22度") != copy_key("氣溫1822度")
     assert copy_key("C++ tips") != copy_key("C tips")
     assert copy_key("1+1=2") != copy_key("112")
+
+
+def test_a_wire_dateline_byline_or_source_name_is_no_part_of_its_copy():
+    """A wire story goes out with its dateline (``新華社北京12月6日電``, ``BEIJING (Reuters) -``), a byline
+    (``（記者 王小明）``) or the name of its source after it (``- 中央社``, ``| Reuters``, ``——人民網``) at
+    some desks and without at others: the same text, one copy group. A source's name or a date inside the
+    headline, a figure of it, or a word after a dash that names no source stays."""
+    plain = copy_key("央行宣佈降準0.5個百分點")
+    for text in (
+        "新華社北京12月6日電 央行宣佈降準0.5個百分點",
+        "新华社北京12月6日电 央行宣佈降準0.5個百分點",
+        "中新網12月6日電 央行宣佈降準0.5個百分點",
+        "（中央社記者王小明台北6日電）央行宣佈降準0.5個百分點",
+        "新華社北京12月6日電（記者王小明）央行宣佈降準0.5個百分點",
+        "央行宣佈降準0.5個百分點（記者 王小明）",
+        "央行宣佈降準0.5個百分點【記者王小明／台北報導】",
+        "央行宣佈降準0.5個百分點 - 中央社",
+        "央行宣佈降準0.5個百分點 | Reuters",
+        "央行宣佈降準0.5個百分點——人民網",
+        "央行宣佈降準0.5個百分點｜中央社 CNA",
+        "央行宣佈降準0.5個百分點 - 自由時報 - 中央社",
+    ):
+        assert copy_key(text) == plain, text
+    english = copy_key("China's central bank cuts reserve ratio by 0.5 point")
+    for text in (
+        "BEIJING (Reuters) - China's central bank cuts reserve ratio by 0.5 point",
+        "BEIJING, Dec 6 (Reuters) - China's central bank cuts reserve ratio by 0.5 point",
+        "TAIPEI, Taiwan (AP) — China's central bank cuts reserve ratio by 0.5 point",
+        "China's central bank cuts reserve ratio by 0.5 point - AP",
+        "China's central bank cuts reserve ratio by 0.5 point | Reuters",
+        "(Reuters) - China's central bank cuts reserve ratio by 0.5 point - Reuters",
+    ):
+        assert copy_key(text) == english, text
+    # what names no wire, or sits inside the headline, stays
+    assert copy_key("央行宣佈降準0.5個百分點 - 更新") != plain
+    assert copy_key("中央社：央行宣佈降準0.5個百分點") != plain
+    assert copy_key("12月6日 央行宣佈降準0.5個百分點") != plain
+    assert copy_key("記者王小明專訪央行總裁") != copy_key("專訪央行總裁")
+    assert copy_key("Reuters sues AP") != copy_key("Reuters sues")
+    assert copy_key("Court rules - update") != copy_key("Court rules")
+    assert copy_key("China's central bank cuts reserve ratio, officials say") != english
+    assert copy_key("BEIJING - China's central bank cuts reserve ratio by 0.5 point") != english
+    assert copy_key("Man bites dog (AP) - police") != copy_key("police")  # a wire's place is in capitals
+    assert copy_key("周杰倫新歌（文末有彩蛋）") != copy_key("周杰倫新歌")
+    assert copy_key("- 中央社") == copy_key("中央社") != ""  # a source's name alone is the whole text
+
+
+def test_the_copies_of_a_wire_story_some_sent_with_its_dateline_or_source_are_one_group():
+    story = "央行宣佈降準0.5個百分點"
+    texts = [
+        story,
+        f"新華社北京12月6日電 {story}",
+        f"{story} - 中央社",
+        f"{story}（記者 王小明）",
+        "央行宣佈降準1個百分點",
+    ]
+    found = find_copies([f"w{i}" for i in range(5)], texts)
+    assert found.groups() == [["w0", "w1", "w2", "w3"]]
