@@ -427,3 +427,88 @@ def test_a_group_searched_again_for_its_new_copy_reports_no_pair_of_an_earlier_d
         pairs = pd.read_parquet(tmp_path / "out" / "latest" / "pairs.parquet")
         listed.append(sorted(zip(pairs["id_a"], pairs["id_b"], strict=True)))
     assert listed == [[("a", "b")], [("a", "a2")]]
+
+
+class _CountingCross:
+    """A cross-encoder read one order at a time (as the real one is) that counts its readings: 0.9 for two
+    texts that share their first word, 0.1 for others, bounded by 1."""
+
+    def __init__(self) -> None:
+        self.readings = 0
+
+    def read(self, first: list[str], second: list[str], progress: bool = False, runner: object = None) -> Any:
+        import numpy as np
+
+        self.readings += len(first)
+        same = [x.split()[0] == y.split()[0] for x, y in zip(first, second, strict=True)]
+        return np.where(same, 0.9, 0.1)
+
+    def predict(self, a: list[str], b: list[str], progress: bool = False, runner: object = None) -> Any:
+        return (self.read(a, b) + self.read(b, a)) / 2
+
+    def score_bound(self) -> float:
+        return 1.0
+
+    def digest(self) -> str:
+        return "counting"
+
+
+def _reranked_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, news: pd.DataFrame, **kw: object) -> Any:
+    """A batch run of ``news`` with :class:`HashEncoder` and a :class:`_CountingCross` reranker at 0.6.
+    Returns the cross-encoder's readings, the clusters and the pairs (ids, similarity, exact_copy)."""
+    from dataclasses import replace
+
+    from nlsim.dedup import run as run_module
+    from nlsim.rerank.reranker import Reranker
+
+    cross = _CountingCross()
+    loaded = run_module.load_model
+
+    def with_reranker(ms: Any, encoder: Any = None) -> Any:
+        reranker = Reranker(cross_encoder=cross, slope=1.0, intercept=0.0, weight=0.5)
+        return replace(loaded(ms, encoder), reranker=reranker)
+
+    monkeypatch.setattr(run_module, "load_model", with_reranker)
+    news.to_parquet(tmp_path / "news.parquet", index=False)
+    result = run_dedup(
+        _config(tmp_path / "news.parquet", tmp_path / "out", "hash", 0.6, **kw), encoder=HashEncoder()
+    )
+    pairs = pd.read_parquet(tmp_path / "out" / "pairs.parquet")
+    got = sorted(
+        zip(pairs["id_a"], pairs["id_b"], pairs["similarity"].round(4), pairs["exact_copy"], strict=True)
+    )
+    return cross.readings, sorted(sorted(m) for m in result.clusters["member_ids"]), got
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("hours_apart", [0, 30])
+def test_the_copies_of_one_text_cost_the_cross_encoder_what_one_copy_does(tmp_path, monkeypatch, hours_apart):
+    """A wire story sent 6 times, at once (one copy group) or 30 hours apart (a group each under
+    ``--window-hours 24``), beside undated variants of it that pair with every copy: each group read the
+    same text pairs with the cross-encoder again, 6 times the readings of one copy for the same texts.
+    Each pair of texts is read once now: 6 copies cost what one does, and their pairs score as one's."""
+    t = pd.Timestamp("2024-05-01 08:00", tz="UTC")
+    variants = [
+        "Ministers met on Tuesday to agree a new budget for rail and road repairs",
+        "Ministers met to agree the new budget for rail and road repairs",
+        "Ministers agree the budget for road repairs",
+    ]
+
+    def news(copies: int) -> pd.DataFrame:
+        rows = [(f"w{i:02d}", COPIED, t + pd.Timedelta(hours=hours_apart * i)) for i in range(copies)]
+        rows += [(f"v{i}", text, None) for i, text in enumerate(variants)]
+        rows += [("r", "Storm floods the coastal road", t)]
+        return pd.DataFrame(rows, columns=["id", "title", "published_at"])
+
+    (tmp_path / "one").mkdir()
+    (tmp_path / "many").mkdir()
+    one, _, alone = _reranked_run(tmp_path / "one", monkeypatch, news(1), window_hours=24)
+    many, clusters, pairs = _reranked_run(tmp_path / "many", monkeypatch, news(6), window_hours=24)
+    assert one > 0 and many == one
+    copies = [f"w{i:02d}" for i in range(6)]
+    assert set(copies) & set(clusters[0]) and {"v0", "v1", "v2"} <= set(clusters[0])
+    # a copy's pair with a variant scores as the lone copy's does, whichever copy holds it
+    score = {b: s for a, b, s, _ in alone if a == "w00"} | {a: s for a, b, s, _ in alone if b == "w00"}
+    for a, b, s, copy in pairs:
+        if not copy and (a in copies) != (b in copies):
+            assert s == score[b if a in copies else a], (a, b, s)
