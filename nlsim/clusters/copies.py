@@ -60,7 +60,8 @@ copies an earlier one grouped (1: the characters that show nothing kept, a mark 
 a state written then has none; 2: HTML markup read as written, ``AT&amp;T`` not ``AT&T``, and a minus sign
 not a hyphen; 3: a flash label before a headline part of it, ``【快訊】`` a word of the copy; 4: a tilde and a
 bar symbols, ``颱風來了～`` no copy of ``颱風來了〜``; 5: a wire's dateline, a byline and a source's name
-after a headline part of it, ``新華社北京12月6日電`` and ``- 中央社`` words of the copy) is paired again,
+after a headline part of it, ``新華社北京12月6日電`` and ``- 中央社`` words of the copy, and the groups the
+time window cut one text into each one of a search's k neighbours) is paired again,
 so that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
@@ -265,6 +266,12 @@ class Copies:
     between two of its copies parted (every part of it, sorted): each part is searched for its own
     neighbours, as any representative is; a daily run searches again those an earlier day read as a copy of
     another (:func:`nlsim.dedup.stages.copies`), so that its links are those a batch run finds."""
+    same_text: np.ndarray | None = None
+    """Each row's first copy of its text, over every part of its copy key (a row's own representative where
+    the time window or a verdict made no other part; ``None``: no key has two parts): the parts of one text
+    are one neighbour to the search (:func:`nlsim.search.neighbors.neighbor_pairs` with ``same_text``), so
+    that a headline sent every day, a group a day, does not fill each day's neighbours with the other
+    days' copies, out of the time window."""
     apart: frozenset[tuple[str, str]] = frozenset()
     """The editors' "not the same story" pairs (:func:`~nlsim.clusters.constraints.pair_key`) whose two
     items would be copies of one part without the verdicts: the verdict split them, linked or not
@@ -332,6 +339,7 @@ def find_copies(
     window_ns = None if not window_hours else int(float(window_hours) * 3600e9)
     parted: list[int] = []
     apart: set[tuple[str, str]] = set()
+    same_text = rep.copy()
     for rows in by_key.values():
         if len(rows) < 2:
             continue
@@ -339,10 +347,12 @@ def find_copies(
         parts = _parts(rows, ids, keys, window_ns, partners)
         for part in parts:
             rep[part] = part[0]
+        same_text[rows] = parts[0][0]
         if len(parts) > 1 and _parted_by_verdict([ids[r] for r in rows], partners):
             parted += [part[0] for part in parts]
             apart |= _kept_apart(_parts(rows, ids, keys, window_ns, {}), ids, partners)
-    return Copies(tuple(ids), rep, np.array(sorted(parted), dtype=np.int64), frozenset(apart))
+    split = same_text if (same_text != rep).any() else None
+    return Copies(tuple(ids), rep, np.array(sorted(parted), dtype=np.int64), split, frozenset(apart))
 
 
 def _kept_apart(

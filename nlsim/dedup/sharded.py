@@ -175,6 +175,7 @@ def search_shard(
     threads: int | None = None,
     span: tuple[int, int] | None = None,
     copies: np.ndarray | None = None,
+    same_text: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """One shard of the neighbour search, on a worker: the same pairs as
     :func:`nlsim.search.neighbors.neighbor_pairs` for these query rows.
@@ -213,4 +214,5 @@ def search_shard(
         window=window,
         progress=False,
         copies=copies,
+        same_text=same_text,
     )

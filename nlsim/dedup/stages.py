@@ -519,7 +519,10 @@ def neighbors(
     sharded search)."""
     hours = timedelta(hours=opts.window_hours) if opts.window_hours else None
     q = window.query_rows
-    rep = None if window.copies is None or not window.copies.count else window.copies.rep
+    copied = window.copies
+    # a text the time window cut into groups of one item each has no copy, and is one text to the search
+    split = copied is not None and copied.same_text is not None
+    rep = None if copied is None or not (copied.count or split) else copied.rep
     grown = np.zeros(0, np.int64)
     if rep is not None:
         # a copy's neighbours are its representative's; within a time window a group that gained a copy
@@ -530,7 +533,9 @@ def neighbors(
         # k asks for more than an earlier day's search gave it, so it is searched again
         grown = gained[np.bincount(rep, minlength=len(rep))[gained] > opts.k]
         q = np.unique(rep[q]) if hours is not None else np.union1d(q[rep[q] == q], grown)
-    extra = {} if rep is None else {"copies": rep}
+    extra: dict[str, Any] = {} if rep is None else {"copies": rep}
+    if split and copied is not None:
+        extra["same_text"] = copied.same_text
     found = (search or neighbor_pairs)(
         window.index,
         window.embeddings[q],

@@ -10,6 +10,11 @@ with more hits until it has k or the rest score below the threshold (150 copies 
 otherwise fill every copy's k neighbours). A GPU index returns 2,048 hits at most: a query still short
 there (a group of more copies than that) is searched on to the end on a CPU copy of the index
 (:meth:`nlsim.search.index.SearchIndex.uncapped`), so that a GPU run pairs it as a CPU run does.
+The groups the time window (or a verdict) cuts one text into (a headline sent every day, a group a
+day) count as one neighbour with ``same_text`` (each row's first copy of its text), and the query's own
+text's other groups as none: they were each day's first hits, filled its k neighbours and were dropped as
+out of the window, so a day's copy met none of the day's other items; each is still a hit, paired when
+within the window.
 A group asks for as many distinct neighbours as it has copies, k at least: the cluster rule reads a link to
 a group as a link to each of its copies, and a wire story of 600 copies among 30 lone variants of it (a
 character dropped, a word added) met k of the variants and not the story's other groups (the copies sent
@@ -80,6 +85,7 @@ def neighbor_pairs(
     batch_size: int = 4096,
     progress: bool = True,
     copies: np.ndarray | None = None,
+    same_text: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """Pairs ``(a, b, similarity)`` linking each query to its ``k`` nearest neighbours at ``>= threshold``.
 
@@ -95,6 +101,9 @@ def neighbor_pairs(
         times, window, nat: optional time-window filter (see the module docstring).
         copies: each index row's representative (int64, length ``ntotal``): hits read as their
             representatives, k distinct ones per query (see the module docstring).
+        same_text: with ``copies``, each row's first copy of its text over the groups the time window
+            cut one text into (:attr:`nlsim.clusters.copies.Copies.same_text`): those groups count as one
+            neighbour, and the query's own text's other groups as none (see the module docstring).
         batch_size: queries searched at a time (bounds memory; an index with a ``batch_size(default)``
             method, such as a batched IVF index, may ask for more); progress: a bar in a terminal, lines
             in a log (:mod:`nlsim.progress`).
@@ -114,7 +123,9 @@ def neighbor_pairs(
         raise ConfigError(f"query_rows must be row positions in the index (0 .. {ntotal - 1})")
     if copies is not None and len(copies) != ntotal:
         raise ConfigError(f"copies has {len(copies)} entries but the index has {ntotal} rows")
-    collect = _Collector(ntotal, k, threshold, times, window, nat, copies)
+    if same_text is not None and (copies is None or len(same_text) != ntotal):
+        raise ConfigError(f"same_text needs copies and {ntotal} entries, one per index row")
+    collect = _Collector(ntotal, k, threshold, times, window, nat, copies, same_text)
     kk = min(k + 1, max(ntotal, 1))
     m = q.shape[0]
     if hasattr(index, "batch_size"):
@@ -219,6 +230,7 @@ class _Collector:
         window: Any,
         nat: str,
         copies: np.ndarray | None = None,
+        same_text: np.ndarray | None = None,
     ) -> None:
         if nat not in ("keep", "drop"):
             raise ConfigError(f"nat must be 'keep' or 'drop', got {nat!r}")
@@ -230,6 +242,7 @@ class _Collector:
             if self.win_ns < 0:
                 raise ConfigError(f"window must not be negative, got {window}")
         self.copies = None if copies is None else np.asarray(copies, dtype=np.int64)
+        self.same_text = None if same_text is None else np.asarray(same_text, dtype=np.int64)
         # the neighbours each row asks for: a representative as many as its group has copies, k at least
         self.wanted = np.full(ntotal, k, dtype=np.int64)
         if self.copies is not None:
@@ -259,10 +272,18 @@ class _Collector:
         # keep at most k hits per query besides itself (the query may not be the first of tied hits); a
         # group of copies as many as its copies
         wanted = self.wanted[rows]
-        valid &= np.cumsum(valid, axis=1) <= wanted[:, None]
+        counted = valid
+        if self.same_text is not None:
+            # the groups of one text count as one neighbour, the query's own text's as none: a headline sent
+            # every day, a group a day, would fill each day's k neighbours with the other days' copies,
+            # which the time window then drops (each is still a hit, paired if within the window)
+            texts = np.where(found >= 0, self.same_text[np.maximum(found, 0)], -1)
+            other = valid & (texts != self.same_text[rows][:, None])
+            counted = other & _first_of_each(texts, other, self.ntotal)
+        valid &= np.cumsum(counted, axis=1) <= wanted[:, None]
         short = np.zeros(0, np.int64)
         if self.copies is not None:
-            full = valid.sum(axis=1) >= wanted
+            full = (counted & valid).sum(axis=1) >= wanted
             short = np.flatnonzero(~full & (found[:, -1] >= 0) & (sims[:, -1] >= self.threshold))
         valid &= sims >= self.threshold
         qa = np.broadcast_to(own, hits.shape)[valid]

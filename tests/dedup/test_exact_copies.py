@@ -512,3 +512,42 @@ def test_the_copies_of_one_text_cost_the_cross_encoder_what_one_copy_does(tmp_pa
     for a, b, s, copy in pairs:
         if not copy and (a in copies) != (b in copies):
             assert s == score[b if a in copies else a], (a, b, s)
+
+
+def _daily_headline(days: int) -> pd.DataFrame:
+    """A headline sent every day at 08:00 for ``days`` days, its rewording an hour after the last copy, and
+    an unrelated item on the first day."""
+    t = pd.Timestamp("2024-05-01 08:00", tz="UTC")
+    rows = [(f"w{i:02d}", COPIED, t + pd.Timedelta(days=i)) for i in range(days)]
+    reworded = "Ministers met on Tuesday to agree a new budget for rail and road repairs"
+    rows += [
+        ("v", reworded, t + pd.Timedelta(days=days - 1, hours=1)),
+        ("r", "Storm floods the coastal road", t),
+    ]
+    return pd.DataFrame(rows, columns=["id", "title", "published_at"])
+
+
+@pytest.mark.slow
+def test_copies_of_earlier_days_out_of_the_time_window_leave_room_for_todays_neighbours(tmp_path):
+    """A headline a desk sends every day (a group of its own each day under ``--window-hours 20``) beside
+    today's reworded copy of it: the other days' groups, of the same vector, were each day's first hits and
+    filled its k neighbours, and were then dropped as out of the window, so today's copy and its rewording,
+    an hour apart, were never paired. The neighbours out of the window leave room for those within it."""
+    _daily_headline(12).to_parquet(tmp_path / "news.parquet", index=False)
+    cfg = _config(tmp_path / "news.parquet", tmp_path / "out", "hash", 0.9, window_hours=20)
+    result = run_dedup(cfg, encoder=HashEncoder())
+    assert sorted(sorted(m) for m in result.clusters["member_ids"]) == [["v", "w11"]]
+
+
+@pytest.mark.slow
+def test_a_daily_run_pairs_todays_copy_of_a_daily_headline_as_a_batch_run_does(tmp_path):
+    """The same headline sent every day, a daily run a day: on the twelfth, the state's eleven earlier
+    copies filled the day's copy's neighbours as they filled the batch run's."""
+    news = _daily_headline(12)
+    day = news["published_at"].dt.floor("D")
+    for n, (_, rows) in enumerate(news.groupby(day, sort=True)):
+        rows.to_parquet(tmp_path / f"day{n:02d}.parquet", index=False)
+        cfg = _config(tmp_path / f"day{n:02d}.parquet", tmp_path / "out", "hash", 0.9, window_hours=20)
+        run_daily(cfg, tmp_path / "state", retention_days=None, encoder=HashEncoder())
+    kept = state_assignment(tmp_path / "state")
+    assert kept == {"v": "c-w11", "w11": "c-w11"}
