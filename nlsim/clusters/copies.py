@@ -97,26 +97,28 @@ WIRE_AGENCIES_EN = "reuters|ap|afp|xinhua|bloomberg|cna|kyodo|yonhap|upi|dpa|pti
 """The news agencies an English dateline names in brackets (``BEIJING (Reuters) -``): :data:`DATELINE`."""
 
 DATELINE = re.compile(
-    rf"^\s*(?:(?P<open>[(\[【〔])\s*)?(?:{WIRE_AGENCIES_ZH})(?:記者|记者)?[^\d\s()\[\]【】〔〕]{{0,12}}?"
-    r"(?:\d{1,2}月)?\d{1,2}日(?:電|电|訊|讯)(?(open)\s*[)\]】〕])"
+    rf"^\s*(?:(?P<open>[(\[【〔])\s*)?(?:{WIRE_AGENCIES_ZH})(?:記者|记者)?[^\W\d_]{{0,12}}?"
+    r"(?:\d{1,2}月)?\d{1,2}日(?:電|电|訊|讯)(?(open)\s*[)\]】〕]|(?=[\s(\[【〔:,]|$))"
     r"|^\s*(?-i:[A-Z][A-Z.'-]+(?:[ ,]+[A-Z][A-Za-z.'-]*){0,4}(?:,\s*[A-Z][a-z]{2,8}\.?\s+\d{1,2})?\s*)?"
     rf"\((?:{WIRE_AGENCIES_EN})\)\s*[-\u2013\u2014\u2015]+",
     re.IGNORECASE,
 )
 """A wire dateline that opens a story, read after NFKC (the agency in any case): an agency's Chinese
-one, the agency, perhaps its reporter, the place and the day the story was filed
-(``新華社北京12月6日電``, ``中新網12月6日電``, ``（中央社記者王小明台北6日電）``), or an English one, a
+one, the agency, perhaps its reporter, the place (letters only) and the day the story was filed, then a
+space, a bracket or a mark (``新華社北京12月6日電``, ``中新網12月6日電``, ``（中央社記者王小明台北6日電）``;
+not the ``電`` of ``電動車`` in ``中央社：美股3日電動車股大漲``), or an English one, a
 place, perhaps the day, and the agency in brackets before a dash (``BEIJING (Reuters) -``,
 ``WASHINGTON, Dec 6 (Reuters) -``, ``TAIPEI, Taiwan (AP) —``); not an agency's name alone (``中央社：``), a
 date alone (``12月6日``) nor a place in lower case (``Man bites dog (AP) -``: a wire's English place is in
 capitals)."""
 
 BYLINE = (
-    r"[(\[【〔]\s*(?:(?:記者|记者|實習記者|实习记者|特派員|特派员)\s*[/:]?"
+    r"[(\[【〔]\s*(?:(?:記者|记者|實習記者|实习记者|特派員|特派员)(?!會|会|節|节|證|证|們|们|站|室|團|团|招待|協會|协会)\s*[/:]?"
     r"|(?:文|撰文|編譯|编译|圖|图|文/圖|文/图)\s*[/:])\s*[^\d()\[\]【】〔〕]{1,24}?\s*[)\]】〕]"
 )
-"""A reporter's byline in brackets: ``（記者 王小明）``, ``【記者王小明／台北報導】``, ``（文／王小明）`` (no
-figure in it; a bracket that opens with a word that only starts like one, ``(文末有彩蛋)``, is text)."""
+"""A reporter's byline in brackets: ``（記者 王小明）``, ``【記者王小明／台北報導】``, ``（文／王小明）``
+(no figure in it; a bracket that opens with a word that only starts like one, ``(文末有彩蛋)``,
+``（記者會全文）``, is text)."""
 
 SOURCES = (
     "中央社(?: ?cna)?|中央通訊社|中央通讯社|新華社|新华社|新華網"

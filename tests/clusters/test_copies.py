@@ -365,3 +365,18 @@ def test_the_copies_of_a_wire_story_some_sent_with_its_dateline_or_source_are_on
     ]
     found = find_copies([f"w{i}" for i in range(5)], texts)
     assert found.groups() == [["w0", "w1", "w2", "w3"]]
+
+
+def test_a_dateline_or_a_byline_takes_no_word_of_the_headline():
+    """A dateline ends at its ``電``/``訊`` and a byline names a reporter: ``中央社：美股3日電動車股大漲``
+    and ``中央社：台股3日電動車股大漲`` (electric-car shares, in two markets) lost all but ``動車股大漲`` and
+    were copies; a press conference (``（記者會全文）``, ``【記者會】``) was read as a byline."""
+    assert copy_key("中央社：美股3日電動車股大漲") != copy_key("中央社：台股3日電動車股大漲")
+    assert copy_key("中央社美股3日電動車股大漲") != copy_key("中央社台股3日電動車股大漲")
+    assert copy_key("人民網評：12日訊息") != copy_key("人民網評：13日訊息")
+    assert copy_key("央行降息（記者會全文）") != copy_key("央行降息")
+    assert copy_key("【記者會】央行降息") != copy_key("央行降息")
+    assert copy_key("央行降息（記者節特刊）") != copy_key("央行降息")
+    # the datelines and bylines themselves are still no part of the copy
+    assert copy_key("新華社北京12月6日電 央行降息") == copy_key("新华社北京12月6日电（记者王小明）央行降息")
+    assert copy_key("新華社北京12月6日電：央行降息（記者王小明／北京報導）") == copy_key("央行降息")
