@@ -148,6 +148,14 @@ after a dash, a bar or a slash (``- 中央社``, ``| Reuters``, ``——人民�
 (``（中央社）``), or a byline (:data:`BYLINE`); not a word after a dash that names no source
 (``- update``)."""
 
+CLOSING_SPAN = 96
+"""The characters at the end of a text :data:`SOURCE` is looked for in: more than a separator and the
+longest source name or byline take, so that a long text costs no more than a headline."""
+
+CLOSING_MARKS = frozenset("-|/\u2013\u2014\u2015)]】〕")
+"""The marks one of which each closing :data:`SOURCE` holds (a separator or a closing bracket): a text
+whose end holds none is not searched."""
+
 OPENING_BYLINE = re.compile(rf"^\s*{BYLINE}", re.IGNORECASE)
 """A byline (:data:`BYLINE`) that opens a story, after its dateline
 (``新華社北京12月6日電（記者王小明）``)."""
@@ -229,7 +237,8 @@ def _unlabelled(text: str) -> str:
         if opening is not None:
             rest = rest[opening.end() :]
             continue
-        closing = SOURCE.search(rest)
+        tail = max(0, len(rest) - CLOSING_SPAN)  # read at the end only, where a mark opens it
+        closing = SOURCE.search(rest, tail) if not CLOSING_MARKS.isdisjoint(rest[tail:]) else None
         if closing is None:
             break
         rest = rest[: closing.start()]
