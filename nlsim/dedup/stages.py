@@ -226,6 +226,8 @@ def _window_identity(model: ModelChoice, settings: DedupConfig) -> StateIdentity
     rr = ""
     if model.reranker is not None:
         rr = model.reranker.fingerprint
+    # the kept pairs' rerank scores were held by the series veto, or not: a change scores them again
+    veto = {"series_veto": False} if model.reranker is not None and not settings.model.series_veto else {}
     return StateIdentity(
         model_id=model.encoder.model_id,
         fingerprint=model.encoder.fingerprint,
@@ -240,6 +242,7 @@ def _window_identity(model: ModelChoice, settings: DedupConfig) -> StateIdentity
             "window_hours": settings.search.window_hours,
             "copy_key": COPY_KEY_VERSION,
             "markup": SHOWN_TEXT_VERSION,
+            **veto,
         },
     )
 

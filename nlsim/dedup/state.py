@@ -133,10 +133,15 @@ KEPT_COLUMNS: dict[str, tuple[str, ...]] = {
 them, the report tables its last run's report is written again from): one missing is damage (a table
 edited by hand), refused by name (:func:`check_columns`)."""
 
-DEFINED = frozenset({"copy_key", "markup"})
+DEFINED = frozenset({"copy_key", "markup", "series_veto"})
 """The search settings whose absence from a state's identity says how the state was made (the first copy key,
-HTML read as words), not that it was made before they were kept: a state whose identity keeps no search
-setting at all differs from a run by these alone (:meth:`StateIdentity.differences`)."""
+HTML read as words, the series veto on), not that it was made before they were kept: a state whose identity
+keeps no search setting at all differs from a run by these alone (:meth:`StateIdentity.differences`)."""
+
+ABSENT = {"series_veto": True}
+"""What a search setting absent from an identity reads as, where its absence says it (the series veto: kept
+only when a run with a reranker turned it off, ``--no-series-veto``); any other absent setting reads as
+``None``."""
 
 
 @dataclass(frozen=True)
@@ -156,9 +161,11 @@ class StateIdentity:
     """How the kept pairs were searched: ``k``, ``window_hours`` and ``copy_key``, the definition of an exact
     copy (:data:`nlsim.clusters.copies.COPY_KEY_VERSION`; absent: a state written before it was kept, whose
     copies the first definition grouped), and ``markup``, how the embedded texts' HTML was read
-    (:data:`nlsim.io.cells.SHOWN_TEXT_VERSION`; absent: as words, and the window is embedded again)
-    (``None``: a state written before any was kept: its ``k`` and ``window_hours`` taken to match, its
-    ``copy_key`` and ``markup`` absent, as they were then, :data:`DEFINED`)."""
+    (:data:`nlsim.io.cells.SHOWN_TEXT_VERSION`; absent: as words, and the window is embedded again), and
+    ``series_veto``, ``False`` when the kept pairs were rescored by a reranker without the series veto
+    (absent: with it, or without a reranker) (``None``: a state written before any was kept: its ``k`` and
+    ``window_hours`` taken to match, its ``copy_key`` and ``markup`` absent, as they were then, its series
+    veto on, :data:`DEFINED`)."""
 
     def differences(self, other: StateIdentity) -> list[str]:
         """Human-readable differences, empty when the two match."""
@@ -180,7 +187,7 @@ class StateIdentity:
             kept = self.search if self.search is not None else {}
             names = set(other.search) | set(kept) if self.search is not None else set(other.search) & DEFINED
             for name in sorted(names):
-                mine, theirs = kept.get(name), other.search.get(name)
+                mine, theirs = kept.get(name, ABSENT.get(name)), other.search.get(name, ABSENT.get(name))
                 if mine != theirs:
                     out.append(f"{name}: state has {mine!r}, this run uses {theirs!r}")
         return out

@@ -288,3 +288,86 @@ def test_the_last_day_run_again_with_another_nprobe_keeps_it(tmp_path: Path) -> 
     kept = open_state(state).index
     assert kept is not None and (kept.params["nlist"], kept.params["nprobe"]) == (2, 1)
     assert _day_report(out / "latest") == _day_report(r2.report_dir)
+
+
+class _HashCross:
+    """A cross-encoder that reads a pair as the hash encoder's cosine of its two texts."""
+
+    def predict(self, a: list[str], b: list[str], progress: bool = False, runner: object = None) -> Any:
+        import numpy as np
+
+        ea, eb = HashEncoder().encode(a, progress=False), HashEncoder().encode(b, progress=False)
+        return np.clip((ea * eb).sum(axis=1), 0.0, 1.0)
+
+    def digest(self) -> str:
+        return "hash-cross"
+
+
+def _with_a_reranker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every model of the run has a reranker: :class:`_HashCross` alone (weight 0), on the 0-1 scale."""
+    from nlsim.models import choice
+    from nlsim.rerank.reranker import Reranker
+
+    def reranker(ms: Any, path: Any) -> Reranker | None:
+        if ms.rerank is False:
+            return None
+        return Reranker(cross_encoder=_HashCross(), slope=1.0, intercept=0.0, weight=0.0)
+
+    monkeypatch.setattr(choice, "_reranker_for", reranker)
+
+
+def _series_days(tmp_path: Path) -> list[Path]:
+    """Day 1: an index bulletin and a lone story; day 2: the next session's bulletin (one template, another
+    figure: a series, held below the threshold by the veto) and another lone story."""
+    day0 = story_corpus()["published_at"].min()
+    rows = [
+        ("s1", "index fell 53 points to 21330", 0),
+        ("l1", "alpha beta gamma delta", 0),
+        ("s2", "index fell 53 points to 15509", 1),
+        ("l2", "epsilon zeta eta theta", 1),
+    ]
+    corpus = (
+        story_corpus()
+        .head(4)
+        .assign(
+            id=[r[0] for r in rows],
+            title=[r[1] for r in rows],
+            published_at=[day0 + pd.Timedelta(days=r[2], hours=i) for i, r in enumerate(rows)],
+        )
+    )
+    return split_days(corpus, tmp_path / "in", ["2005-03-02"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("first_veto", [True, False], ids=["veto then none", "none then veto"])
+def test_the_last_day_run_again_with_the_series_veto_changed_scores_under_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first_veto: bool
+) -> None:
+    """Days 1 and 2 with a reranker, day 2 run again with the series veto turned the other way: a new run
+    whose window is paired again under the new setting (the series pair links without the veto, and no
+    longer with it), never the first report replayed."""
+    _with_a_reranker(monkeypatch)
+    days = _series_days(tmp_path)
+    state, out = tmp_path / "state", tmp_path / "out"
+    for day in days:
+        config = _config(day, out, series_veto=first_veto)
+        last = run_daily(config, state, retention_days=None, encoder=HashEncoder())
+    linked = {tuple(sorted(m)) for m in pd.read_parquet(last.report_dir / "clusters.parquet")["member_ids"]}
+    assert linked == (set() if first_veto else {("s1", "s2")})
+    again = run_daily(
+        _config(days[1], out, series_veto=not first_veto), state, retention_days=None, encoder=HashEncoder()
+    )
+    assert not again.replayed and again.run_id != last.run_id
+    assert (out / "latest").resolve() == again.report_dir.resolve()
+    shown = pd.read_parquet(out / "latest" / "clusters.parquet")
+    listed = {
+        tuple(sorted(m))
+        for m, s in zip(shown["member_ids"], shown["status"], strict=True)
+        if s != "dissolved"
+    }
+    assert listed == ({("s1", "s2")} if first_veto else set())
+    pairs = open_state(state).pairs
+    series = pairs[(pairs["id_a"] == "s1") & (pairs["id_b"] == "s2")]["similarity"]
+    assert len(series) == first_veto and (series >= 0.7).all()  # the kept pair scored under the new setting
+    assert "series_veto" in again.stats.model_switch.changed
+
