@@ -44,6 +44,7 @@ from nlsim.dedup.settings import (
     parse_time,
 )
 from nlsim.errors import ConfigError
+from nlsim.io.atomic import readable_sha256
 from nlsim.models.settings import Backend, ModelSettings, Precision
 from nlsim.options import Configuration, concern
 
@@ -112,6 +113,12 @@ class DedupConfig(Configuration):
             "topic_rule": self.clustering.topic_rule,
             "topic_support": self.clustering.topic_support,
             "near_misses": self.report.near_misses,
-            # the scored pairs judged against, by name (a replay of a judged run needs the file no more)
-            "judge": [self.report.judge_pairs, self.report.judge_split] if self.report.judge_pairs else None,
+            # the scored pairs judged against, by name and content: a file edited under the same name is
+            # another input (unreadable: None, and a daily run takes the digest its last run recorded for
+            # that name, so that a replay of a judged run needs the file no more)
+            "judge": (
+                [self.report.judge_pairs, self.report.judge_split, readable_sha256(self.report.judge_pairs)]
+                if self.report.judge_pairs
+                else None
+            ),
         }

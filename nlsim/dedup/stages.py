@@ -50,7 +50,7 @@ from nlsim.dedup.settings import (
     SearchSettings,
     StateSettings,
 )
-from nlsim.dedup.state import StateIdentity, commit_state, empty_clusters, empty_pairs, open_state
+from nlsim.dedup.state import State, StateIdentity, commit_state, empty_clusters, empty_pairs, open_state
 from nlsim.dedup.window import Window, batch_window, incremental_window, undated_clock
 from nlsim.encoders.cache import EmbeddingCache, check_finite
 from nlsim.errors import InputError
@@ -262,6 +262,7 @@ def open_daily_window(
     # the editors' files are part of a daily run's input: a run of a committed day after a merge is a new
     # run (its verdicts act, its scored pairs are kept), not a replay of the committed one
     params = {**settings.window_params(), "editors": editors_fingerprint(settings.clustering.annotated_pairs)}
+    params["judge"] = judged_digest(params["judge"], state)
     zone = settings.input.timezone
     # the report's days and the record are of the run's zone, and its counts say which rows were set aside
     params.update(timezone=zone, quarantined=int(len(corpus.quarantined)))
@@ -284,6 +285,23 @@ def open_daily_window(
             f"({counted(len(window.items), 'item', 'items')})"
         )
     return window
+
+
+def judged_digest(judge: list[Any] | None, state: State) -> list[Any] | None:
+    """The input key's scored pairs (``[file, split, SHA-256]``, :meth:`DedupConfig.window_params`): a file
+    that cannot be read (moved away after the run) takes the digest the state's last run recorded for the
+    same file and split, so that the run of the same input is a replay, which needs the file no more; any
+    other run reads the file and is refused by name."""
+    if judge is None or judge[2] is not None or not state.last_run:
+        return judge
+    last = RunRecord.from_dict(state.last_run).judge
+    if (
+        last is not None
+        and last.pairs_sha256
+        and (last.pairs, last.split) == (str(judge[0]), judge[1] or "all")
+    ):
+        return [judge[0], judge[1], last.pairs_sha256]
+    return judge
 
 
 def carried_clusters(window: Window, out: str | Path) -> pd.DataFrame | None:

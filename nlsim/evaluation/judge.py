@@ -60,6 +60,7 @@ from nlsim.errors import ConfigError, InputError, StateError
 from nlsim.evaluation.figures import rates, split_pairs
 from nlsim.evaluation.interval import BOOTSTRAP, defined_f1_interval
 from nlsim.evaluation.levels import LEVELS, SAME_STORY
+from nlsim.io.atomic import readable_sha256
 from nlsim.io.corpus import Corpus, load_corpus
 from nlsim.io.corpus_schema import FUTURE_TOLERANCE_DAYS
 from nlsim.io.pairs import item_id, load_pairs, normalise_text, warn_unsplit
@@ -190,6 +191,9 @@ class Judgement:
     same_story_level: float = SAME_STORY
     purity_by_size: list[SizePurity] | None = None
     topics: TopicFigures | None = None
+    pairs_sha256: str | None = None
+    """SHA-256 of the scored-pairs file read (a daily run's input key holds it: the file edited under the
+    same name is another input); ``None``: not recorded (an older nlsim, or no file to read)."""
 
     @classmethod
     def of(cls, figures: Mapping[str, Any]) -> Judgement:
@@ -631,6 +635,7 @@ def judge_items(
     pairs_only = PairFigures(**figures.pop("pairs_only"))
     judged = Judgement(
         pairs=str(pairs),
+        pairs_sha256=readable_sha256(pairs),
         split=split or "all",
         corpus=corpus,
         scored_pairs=match.scored,

@@ -346,3 +346,11 @@ def file_sha256(path: str | Path, chunk: int = 1 << 20) -> str:
         while block := fh.read(chunk):
             h.update(block)
     return h.hexdigest()
+
+
+def readable_sha256(path: str | Path) -> str | None:
+    """Hex SHA-256 of the file at ``path``, ``None`` when it is no file that can be read."""
+    try:
+        return file_sha256(path)
+    except OSError:
+        return None

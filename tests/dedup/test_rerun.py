@@ -371,3 +371,38 @@ def test_the_last_day_run_again_with_the_series_veto_changed_scores_under_it(
     assert len(series) == first_veto and (series >= 0.7).all()  # the kept pair scored under the new setting
     assert "series_veto" in again.stats.model_switch.changed
 
+
+@pytest.mark.slow
+def test_the_last_day_run_again_with_its_judge_pairs_file_edited_in_place_is_judged_against_the_edit(
+    tmp_path: Path,
+) -> None:
+    """Three days judged against ``pairs.tsv``; the editors correct the file under the same name (a1-b1
+    now the same story) and day 3 is run again with the same options: a new run judged against the
+    corrected pairs, never the first judgement replayed. The same file moved away afterwards: the run of
+    the same input is still a replay, which needs the file no more."""
+    from tests.dedup.test_daily import _scored_day_one
+
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    state, out = tmp_path / "state", tmp_path / "out"
+    pairs = _scored_day_one(tmp_path, story_corpus())
+    for day in days:
+        first = run_daily(
+            _config(day, out, judge_pairs=str(pairs)), state, retention_days=None, encoder=HashEncoder()
+        )
+    assert first.stats.judge is not None and first.stats.judge.same_story_pairs == 2
+    edited = pd.read_csv(pairs, sep="\t")
+    edited.loc[(edited["id_a"] == "a1") & (edited["id_b"] == "b1"), "score"] = 1.0
+    edited.to_csv(pairs, sep="\t", index=False)
+    again = run_daily(
+        _config(days[-1], out, judge_pairs=str(pairs)), state, retention_days=None, encoder=HashEncoder()
+    )
+    assert not again.replayed and again.run_id != first.run_id
+    assert again.stats.judge is not None and again.stats.judge.same_story_pairs == 3
+    assert _run_json(out)["judge"]["same_story_pairs"] == 3
+    assert _day_report(out / "latest") == _day_report(first.report_dir)
+    pairs.rename(tmp_path / "pairs-moved.tsv")
+    replay = run_daily(
+        _config(days[-1], out, judge_pairs=str(pairs)), state, retention_days=None, encoder=HashEncoder()
+    )
+    assert replay.replayed and replay.run_id == again.run_id
+    assert replay.stats.judge is not None and replay.stats.judge.same_story_pairs == 3

@@ -177,7 +177,7 @@ def test_the_judgement_holds_every_figure_judge_tables_gives(report: Path) -> No
         pd.DataFrame({"id_a": ["a"], "id_b": ["b"], "score": [1.0]}),
     )
     matched = {"pairs", "split", "corpus", "report", "scored_pairs", "mismatched_pairs"}
-    matched.add("pairs_not_in_corpus")
+    matched |= {"pairs_not_in_corpus", "pairs_sha256"}
     assert set(figures) | matched == {f.name for f in fields(Judgement)}
     assert all(v is not None for v in judged.to_dict().values()), judged
     assert judged.report == str(report / "rep") and isinstance(judged.pairs_only, PairFigures)
