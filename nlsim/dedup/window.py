@@ -648,25 +648,31 @@ def day_again(
     is not older than the runs before it, and
     they were read by the state's last run (some of them: the others, sent again, read by earlier runs; or,
     that run reading no item itself as when it paired the window again, as many as it read), else the run
-    that embedded the most of them (the latest of those that embedded as many). Such a run's report is that
-    day's report under this run's settings, never an empty one (:attr:`Window.carried`).
+    that embedded the most of them (the latest of those that embedded as many). A day older than the runs
+    before it (``older``) all of whose items are in the window with the same text is the day of the run
+    that first saw the most of them (the latest of those that saw as many): that day's own run, never a
+    later day's run that embedded them again. Such a run's report is that day's report under this run's
+    settings, never an empty one (:attr:`Window.carried`).
 
-    >>> kept = pd.DataFrame({"id": ["a", "b", "c"], "first_seen_run": ["r1", "r2", "r2"],
-    ...     "embedded_run": ["r1", "r2", "r2"]})
+    >>> kept = pd.DataFrame({"id": ["a", "b", "c"], "first_seen_run": ["r1", "r1", "r2"],
+    ...     "embedded_run": ["r1", "r3", "r3"]})
     >>> skipped = Classified(pd.Series(["skipped"] * 3), set(), set(), np.array([False] * 3))
     >>> day_again(kept, pd.DataFrame({"id": ["a", "b", "c"]}), skipped, None, False)
-    'r2'
+    'r3'
     >>> day_again(kept, pd.DataFrame({"id": ["a", "b", "c"]}), skipped, None, True)
-    ''
+    'r1'
     """
     status = classified.status
-    if older or not (status == "skipped").any():
+    if not (status == "skipped").any():
         return ""
-    if not last_day and not status.isin(["skipped", "too_old"]).all():
+    if (older or not last_day) and not status.isin(["skipped", "too_old"]).all():
         return ""
     ids = set(today.loc[(status == "skipped").to_numpy(), "id"].astype(str))
     rows = kept[kept["id"].astype(str).isin(ids)]
     runs = rows[["first_seen_run", "embedded_run"]].astype(str).to_numpy()
+    if older:
+        seen = pd.Series(runs[:, 0]).value_counts()
+        return str(max(seen[seen == seen.max()].index)) if len(seen) else ""
     if last is not None and last.run_id and not last.older_day:
         if (runs == last.run_id).any() or read_none(last, len(status)):
             return last.run_id

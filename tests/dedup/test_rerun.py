@@ -406,3 +406,27 @@ def test_the_last_day_run_again_with_its_judge_pairs_file_edited_in_place_is_jud
     )
     assert replay.replayed and replay.run_id == again.run_id
     assert replay.stats.judge is not None and replay.stats.judge.same_story_pairs == 3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("change", [{}, {"index_kind": "hnsw"}], ids=["as first run", "another index"])
+def test_an_older_day_run_again_lists_its_days_clusters_in_its_own_report(
+    tmp_path: Path, change: dict[str, Any]
+) -> None:
+    """Days 1 and 2, then day 1 again (an older day: ``latest`` stays on day 2): its own report in ``runs/``
+    lists the clusters day 1's report listed, with their statuses, as they stand (story A grew on day 2),
+    as the newest day's report run again does; never an empty report."""
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    state, out = tmp_path / "state", tmp_path / "out"
+    r1 = run_daily(_config(days[0], out), state, retention_days=None, encoder=HashEncoder())
+    r2 = run_daily(_config(days[1], out), state, retention_days=None, encoder=HashEncoder())
+    first = _day_report(r1.report_dir)["clusters"]
+    assert {c: s[0] for c, s in first.items()} == {"c-a1": "new", "c-b1": "new"}
+    again = run_daily(_config(days[0], out, **change), state, retention_days=None, encoder=HashEncoder())
+    assert again.stats.older_day and (out / "latest").resolve() == r2.report_dir.resolve()
+    shown = _day_report(again.report_dir)["clusters"]
+    assert {c: s[0] for c, s in shown.items()} == {"c-a1": "new", "c-b1": "new"}
+    assert shown["c-a1"][1] == str(["a1", "a2", "a3"])  # as it stands: a3 joined it on day 2
+    run = json.loads((again.report_dir / "run.json").read_text(encoding="utf-8"))
+    assert run["counts"]["clusters"] == 2
+
