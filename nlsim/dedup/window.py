@@ -276,12 +276,16 @@ def _as_of(
     return max(pd.Timestamp(t) for t in cands)
 
 
-def older_day(state: State, times: pd.Series, day_end: pd.Timestamp | None = None) -> bool:
+def older_day(
+    state: State, times: pd.Series, day_end: pd.Timestamp | None = None, seen: pd.Timestamp | None = None
+) -> bool:
     """Whether today's items are a day older than the state's: every dated one before the reference time
     of the runs before (days run out of order: the 26th, then the 25th). A day without items, or an item
     without a date, has no day but the run's ``--date``: such a day is older only when that date ended
     (``day_end``, midnight after it in the run's time zone) by the state's reference time (a quiet or
-    undated day run again after a later one); without a ``--date`` it is today's.
+    undated day run again after a later one); without a ``--date`` it is today's. ``seen``: the latest
+    time the window's items hold (:func:`latest_seen`): a reference time an ``--as-of`` pinned after it
+    makes no day older (:func:`day_clock`).
 
     Example:
         >>> from types import SimpleNamespace
@@ -298,12 +302,43 @@ def older_day(state: State, times: pd.Series, day_end: pd.Timestamp | None = Non
     """
     if state.as_of is None:
         return False
-    clock = pd.Timestamp(state.as_of)
+    clock = day_clock(state.as_of, seen)
     dated = times.dropna()
     if len(dated) < len(times) or not len(times):  # an item (or a day) whose day is the run's --date
         if day_end is None or day_end > clock:
             return False
     return not len(dated) or bool(dated.max() < clock)
+
+
+def latest_seen(items: pd.DataFrame) -> pd.Timestamp | None:
+    """The latest time the window's items hold: a ``published_at``, or, for an undated item, the time it
+    is kept from (``retain_from``); ``None`` for no item.
+
+    >>> t = pd.to_datetime(["2026-11-25T09:00Z", None], utc=True)
+    >>> items = pd.DataFrame({"published_at": t, "retain_from": [t[0], pd.Timestamp("2026-11-26T00:00Z")]})
+    >>> str(latest_seen(items))
+    '2026-11-26 00:00:00+00:00'
+    """
+    if not len(items):
+        return None
+    published = pd.to_datetime(items["published_at"], utc=True)
+    latest = published.fillna(pd.to_datetime(items["retain_from"], utc=True)).max()
+    return None if pd.isna(latest) else pd.Timestamp(latest)
+
+
+def day_clock(as_of: Any, seen: pd.Timestamp | None) -> pd.Timestamp:
+    """The time that tells a day older than the runs before it: the state's reference time ``as_of``, or,
+    when an ``--as-of`` pinned it after every item the window holds, the latest of them (``seen``,
+    :func:`latest_seen`): a pinned clock moves the window's retention on, not its days, so the newest day
+    run again and the next day's file are not older days.
+
+    >>> str(day_clock("2026-11-27T00:00:00+00:00", pd.Timestamp("2026-11-25T09:00Z")))
+    '2026-11-25 09:00:00+00:00'
+    >>> str(day_clock("2026-11-25T00:00:00+00:00", pd.Timestamp("2026-11-25T09:00Z")))
+    '2026-11-25 00:00:00+00:00'
+    """
+    clock = pd.Timestamp(as_of)
+    return clock if seen is None else min(clock, pd.Timestamp(seen))
 
 
 def day_end(day: dt.date | None, timezone: str = "UTC") -> pd.Timestamp | None:
@@ -694,9 +729,15 @@ def read_none(last: RunRecord, items_in: int) -> bool:
     return not counts.new and not counts.changed and counts.items_in == items_in
 
 
-def of_last_day(last: RunRecord | None, latest: pd.Timestamp | None, timezone: str = "UTC") -> bool:
+def of_last_day(
+    last: RunRecord | None,
+    latest: pd.Timestamp | None,
+    timezone: str = "UTC",
+    seen: pd.Timestamp | None = None,
+) -> bool:
     """Whether a day's items, ``latest`` the time of its latest (:func:`day_of`), are of the day of the
-    state's last run (its clock's date in ``timezone``), that run not of an older day.
+    state's last run (its clock's date in ``timezone``, no later than ``seen``, the latest time the window's
+    items hold: :func:`day_clock`), that run not of an older day.
 
     >>> last = RunRecord(run_id="r2", as_of="2026-11-25T15:00:00+00:00")
     >>> later, next_day = pd.Timestamp("2026-11-25T18:00Z"), pd.Timestamp("2026-11-26T01:00Z")
@@ -706,7 +747,7 @@ def of_last_day(last: RunRecord | None, latest: pd.Timestamp | None, timezone: s
     if last is None or not last.run_id or last.older_day or not last.as_of or latest is None:
         return False
     day = pd.Timestamp(latest).tz_convert(timezone).date()
-    return bool(day == pd.Timestamp(last.as_of).tz_convert(timezone).date())
+    return bool(day == day_clock(last.as_of, seen).tz_convert(timezone).date())
 
 
 def incremental_window(
@@ -743,7 +784,8 @@ def incremental_window(
     cutoff = ref - pd.Timedelta(days=float(daily.retention_days)) if daily.retention_days else None
     retain_from = times.where(times.notna(), ref)
     today["retain_from"] = pd.to_datetime(retain_from, utc=True).astype("datetime64[ns, UTC]")
-    older = older_day(state, times, day_end(day, timezone))
+    seen = latest_seen(state.items)
+    older = older_day(state, times, day_end(day, timezone), seen)
     latest = day_of(times, day, timezone)
     keep = later_versions(kept, latest, timezone) if older and len(times) else frozenset()
     classified = classify(today, kept, cutoff, keep)
@@ -759,7 +801,7 @@ def incremental_window(
         switch = replace(switch, reembedded=int(len(items)) if reembed else 0)
     all_rows, new_rows = np.arange(len(items)), np.arange(n_base, len(items))
     again = relinked(items, n_base, state.pairs, classified.changed)  # they lost links: searched again
-    day = day_again(kept, today, classified, last, older, of_last_day(last, latest, timezone))
+    day = day_again(kept, today, classified, last, older, of_last_day(last, latest, timezone, seen))
     if day:  # the day's items, searched again as the run that read them searched them
         again = np.union1d(again, np.flatnonzero(items["id"].iloc[:n_base].isin(today["id"]).to_numpy()))
     return Window(

@@ -430,3 +430,25 @@ def test_an_older_day_run_again_lists_its_days_clusters_in_its_own_report(
     run = json.loads((again.report_dir / "run.json").read_text(encoding="utf-8"))
     assert run["counts"]["clusters"] == 2
 
+
+@pytest.mark.slow
+def test_a_pinned_later_clock_leaves_the_newest_day_and_the_next_one_not_older(tmp_path: Path) -> None:
+    """Days 1 and 2, day 2 again with ``--as-of`` pinned a day after its items: the state's clock moves on,
+    but the newest day is still day 2. Day 2 run again without ``--as-of`` is that day again (``latest`` on
+    its whole report), never an older day; day 3, whose items are dated before the pinned clock but after
+    every item the state has seen, is the next day, published as ``latest``."""
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    state, out = tmp_path / "state", tmp_path / "out"
+    for day in days[:2]:
+        r2 = run_daily(_config(day, out), state, retention_days=None, encoder=HashEncoder())
+    before = _day_report(r2.report_dir)
+    pinned = run_daily(
+        _config(days[1], out), state, retention_days=None, as_of="2005-03-04T00:00Z", encoder=HashEncoder()
+    )
+    assert not pinned.stats.older_day and _day_report(out / "latest") == before
+    again = run_daily(_config(days[1], out), state, retention_days=None, encoder=HashEncoder())
+    assert not again.stats.older_day and (out / "latest").resolve() == again.report_dir.resolve()
+    assert _day_report(out / "latest") == before
+    r3 = run_daily(_config(days[2], out), state, retention_days=None, encoder=HashEncoder())
+    assert not r3.stats.older_day and (out / "latest").resolve() == r3.report_dir.resolve()
+    assert r3.stats.counts.new == 3
