@@ -269,6 +269,14 @@ def open_daily_window(
     day = settings.input.run_date() if settings.input.date else None
     window = incremental_window(daily, corpus, state, _window_identity(model, settings), params, zone, day)
     window = replace(window, carried=carried_clusters(window, settings.report.out))
+    if window.again and window.carried is None:
+        folder = carried_folder(window, settings.report.out)
+        log.say(
+            f"{settings.input.corpus_path} is the day of run {window.again} again, but "
+            + ("the state keeps" if folder is None else f"{folder} holds")
+            + " no report of that run (another --out?): this run's report lists what it changes, not that "
+            "day's clusters again"
+        )
     if not len(corpus.frame):
         log.say(f"{settings.input.corpus_path}: no items (a day without news): the window is kept as it was")
     if undated_clock(daily, corpus.frame["published_at"]):
@@ -304,18 +312,28 @@ def judged_digest(judge: list[Any] | None, state: State) -> list[Any] | None:
     return judge
 
 
-def carried_clusters(window: Window, out: str | Path) -> pd.DataFrame | None:
-    """The clusters listed by the report of the run whose day this one is again (:attr:`Window.again`):
-    the report the state keeps when that run is the state's last, else the one published in
-    ``OUT/runs/<its id>/`` (``None``: no such run, or no readable report of it). A cluster it reported
-    dissolved is not listed again."""
+def carried_folder(window: Window, out: str | Path) -> Path | None:
+    """Where the report of the run whose day this one is again (:attr:`Window.again`) is read from: the
+    state's kept report when that run is the state's last, else ``OUT/runs/<its id>/`` (``None``: no such
+    run, or a state that keeps no report)."""
     state = window.state
     if not window.again or state is None:
         return None
     last = state.last_run["run_id"] if state.last_run else ""
     folder = state.report_dir() if window.again == last else daily_report_dir(out, window.again)
+    return None if folder is None else Path(str(folder))
+
+
+def carried_clusters(window: Window, out: str | Path) -> pd.DataFrame | None:
+    """The clusters listed by the report of the run whose day this one is again (:attr:`Window.again`):
+    the report the state keeps when that run is the state's last, else the one published in
+    ``OUT/runs/<its id>/`` (``None``: no such run, or no readable report of it). A cluster it reported
+    dissolved is not listed again."""
+    folder = carried_folder(window, out)
+    if folder is None:
+        return None
     try:
-        table = pd.read_parquet(Path(str(folder)) / "clusters.parquet")
+        table = pd.read_parquet(folder / "clusters.parquet")
         table = table[["cluster_id", "status", "added_ids", "absorbed"]]
     except (OSError, ValueError, KeyError):
         return None

@@ -452,3 +452,21 @@ def test_a_pinned_later_clock_leaves_the_newest_day_and_the_next_one_not_older(t
     r3 = run_daily(_config(days[2], out), state, retention_days=None, encoder=HashEncoder())
     assert not r3.stats.older_day and (out / "latest").resolve() == r3.report_dir.resolve()
     assert r3.stats.counts.new == 3
+
+
+@pytest.mark.slow
+def test_a_day_run_again_whose_first_report_is_not_in_out_says_its_report_lists_what_it_changes(
+    tmp_path: Path,
+) -> None:
+    """Days 1 and 2 into ``out``, then day 1 again into another ``--out``, which lacks day 1's report: the
+    run cannot list the day's clusters again, and says so, naming the run and where its report was looked
+    for, instead of an empty report without a word."""
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    state, out = tmp_path / "state", tmp_path / "out"
+    r1 = run_daily(_config(days[0], out), state, retention_days=None, encoder=HashEncoder())
+    run_daily(_config(days[1], out), state, retention_days=None, encoder=HashEncoder())
+    elsewhere = tmp_path / "elsewhere"
+    again = run_daily(_config(days[0], elsewhere), state, retention_days=None, encoder=HashEncoder())
+    assert again.stats.older_day and not _day_report(again.report_dir)["clusters"]
+    (line,) = [m for m in again.stats.messages if r1.run_id in m and "no report" in m]
+    assert str(elsewhere / "runs" / r1.run_id) in line
