@@ -331,6 +331,12 @@ RFC_NO_ZONE = re.compile(r"\d:\d{2}(:\d{2})?$")
 CTIME = re.compile(r"[A-Za-z]{3},?\s+[A-Za-z]{3}\s+\d{1,2}\s+\d{1,2}:\d{2}(:\d{2})?\s+\d{4}")
 """A time as C's ``ctime`` writes it (``Wed May  1 08:00:00 2024``, Unix ``date``, Python's ``ctime()``): the
 year after the time of day, and no zone (``email.utils`` reads it as UTC)."""
+UNIX_DATE = re.compile(
+    r"(?P<day>[A-Za-z]{3}),?\s+(?P<month>[A-Za-z]{3})\s+(?P<date>\d{1,2})\s+"
+    r"(?P<time>\d{1,2}:\d{2}(:\d{2})?)\s+(?P<zone>\S+)\s+(?P<year>\d{4})"
+)
+"""A time as Unix ``date`` writes it (``Sun Dec  6 21:09:58 UTC 2026``): a ctime with the zone before the
+year, where RFC 2822 puts it last."""
 RFC_COMMENT = re.compile(
     r"(?<=\d|[A-Za-z])(\s*\([^()]*\))+$"  # one comment or more: "(CST)", "(China Standard Time)"
 )
@@ -404,6 +410,71 @@ def _bracketed_reason(text: str) -> str | None:
     return (
         f"time {head!r:.60} ends with {bracket!r:.60}, a zone in brackets (as Java writes a time), which is "
         f"not read here: {todo}"
+    )
+
+
+def _zone_name_reason(text: str, zone: str, wall: dt.datetime | None, *, unix: bool = False) -> str:
+    """Why a time naming its zone by an abbreviation (``CST``, ``HKT``) is refused, and what to write instead:
+    the time as ISO 8601 with an offset (its clock time ``wall`` when it is known).
+
+    >>> why = _zone_name_reason("Sun Dec  6 21:09:58 CST 2026", "CST", dt.datetime(2026, 12, 6, 21, 9, 58))
+    >>> why.split(": ")[0], "2026-12-06T21:09:58+08:00" in why
+    ("time 'Sun Dec  6 21:09:58 CST 2026' names its zone 'CST', not an offset", True)
+    """
+    example = "2024-05-01T08:00:00" if wall is None else wall.isoformat()
+    tool = " (Unix `date -Iseconds` writes it so)" if unix else ""
+    return (
+        f"time {text!r:.40} names its zone {zone!r}, not an offset: a zone's abbreviation is no one offset "
+        "(CST is China's UTC+08:00, US Central's UTC-06:00 and Cuba's UTC-05:00), and is not read; write the "
+        f"time in ISO 8601 with the offset {zone} stands for, {example}+08:00 for UTC+08:00{tool}"
+    )
+
+
+def _unix_date(text: str, unix: re.Match[str]) -> tuple[pd.Timestamp | None, str | None]:
+    """The time ``text`` written as Unix ``date`` writes it (:data:`UNIX_DATE`): read when its zone is a name
+    of UTC (``UTC``, ``GMT``) or a signed offset (``+0800``), refused naming the zone when it is an
+    abbreviation (``CST``, ``IST``: several offsets each) or its day of the week is not its date's.
+
+    >>> _unix_date("Sun Dec  6 21:09:58 UTC 2026", UNIX_DATE.fullmatch("Sun Dec  6 21:09:58 UTC 2026"))
+    (Timestamp('2026-12-06 21:09:58+0000', tz='UTC'), None)
+    """
+    zone = unix["zone"]
+    parts = email.utils.parsedate_tz(f"{unix['date']} {unix['month']} {unix['year']} {unix['time']} +0000")
+    if parts is None:  # no month's name
+        return None, _neither_reason(text)
+    year = int(unix["year"])  # as written: email.utils reads 0001 as 2001
+    if not TIME_RANGE[0] <= year <= TIME_RANGE[1]:
+        return None, f"time {text!r:.40} is outside the years {TIME_RANGE[0]}-{TIME_RANGE[1]}: {WRITE_ISO}"
+    wall = dt.datetime(year, *parts[1:6])  # a field out of range (31 Feb, 25:00) raises, never rolls over
+    weekday = _weekday_reason(text, wall.date())
+    if weekday is not None:
+        return None, weekday
+    if zone.upper() in UTC_WORDS - {"T"}:
+        return pd.Timestamp(wall, tz="UTC"), None
+    if re.fullmatch(r"[+-]\d{4}", zone):
+        if not RFC_ZONE.fullmatch(zone):
+            return (
+                None,
+                f"time {text!r:.40} holds {zone!r}, which is not an offset (+0800, -0500): {WRITE_ISO}",
+            )
+        minutes = int(zone[1:3]) * 60 + int(zone[3:])
+        offset = dt.timezone(dt.timedelta(minutes=minutes if zone[0] == "+" else -minutes))
+        return pd.Timestamp(wall.replace(tzinfo=offset)), None
+    posix = UTC_AND_OFFSET.fullmatch(zone)
+    if posix:
+        return None, (
+            f"time {text!r:.40} puts an offset after {posix.group(1)!r} ({zone!r}), which reads two ways: "
+            f"the offset as written, or its opposite (POSIX's rule): {WRITE_ISO}"
+        )
+    return None, _zone_name_reason(text, zone, wall, unix=True)
+
+
+def _neither_reason(text: str) -> str:
+    """Why ``text`` is not read as a time: neither year first nor RFC 2822."""
+    return (
+        f"time {text!r:.40} is neither year first (ISO 8601: 2024-05-01T08:00:00Z) nor RFC 2822 (Wed, 01 "
+        "May 2024 08:00:00 GMT), and other spellings would be guessed (is 12/05/2024 the 12th of May or "
+        f"the 5th of December?): {WRITE_ISO}"
     )
 
 
@@ -538,7 +609,7 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     names = _zone_names(text)
     if YEAR_FIRST.match(ymd):
         if names:
-            return None, f"time {text!r:.40} names its zone {names[-1]!r}, not an offset: {WRITE_ISO}"
+            return None, _zone_name_reason(text, names[-1], _wall_clock(ymd))
         posix = UTC_AND_OFFSET.search(text)
         if posix:
             return None, (
@@ -553,14 +624,13 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
             )
         offset = _offset_reason(text, ymd)
         return (None, offset) if offset else (pd.Timestamp(UTC_NAME_END.sub("Z", ymd)), None)
+    unix = UNIX_DATE.fullmatch(text)
+    if unix is not None:
+        return _unix_date(text, unix)
     rfc = RFC_OFFSET.sub(r"\1\2\3", _rfc_uncommented(text))
     parts = email.utils.parsedate_tz(rfc) if names else None
     if parts is None:
-        return None, (
-            f"time {text!r:.40} is neither year first (ISO 8601: 2024-05-01T08:00:00Z) nor RFC 2822 (Wed, 01 "
-            "May 2024 08:00:00 GMT), and other spellings would be guessed (is 12/05/2024 the 12th of May or "
-            f"the 5th of December?): {WRITE_ISO}"
-        )
+        return None, _neither_reason(text)
     parts = (_rfc_year(rfc, parts[0]), *parts[1:])
     dt.datetime(*parts[:6])  # a field out of range (31 Feb, 25:00) raises, as in ISO 8601, never rolls over
     weekday = _weekday_reason(text, dt.date(*parts[:3]))
@@ -568,7 +638,7 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
         return None, weekday
     zone = _rfc_uncommented(text).split()[-1]
     if re.search(r"[A-Za-z]", zone) and zone.upper() not in UTC_WORDS:
-        return None, f"time {text!r:.40} names its zone {zone!r}, not an offset: {WRITE_ISO}"
+        return None, _zone_name_reason(text, zone, dt.datetime(*parts[:6]))
     if RFC_NO_ZONE.search(rfc) or CTIME.fullmatch(rfc):  # no zone: on the run's clock, as a year-first time
         return pd.Timestamp(*parts[:6]), None
     if zone.upper() not in UTC_WORDS and not RFC_ZONE.fullmatch(rfc.split()[-1]):
@@ -579,6 +649,22 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
         )
     offset = dt.timezone(dt.timedelta(seconds=parts[9] or 0))
     return pd.Timestamp(dt.datetime(*parts[:6], tzinfo=offset)), None
+
+
+def _wall_clock(ymd: str) -> dt.datetime | None:
+    """The date and time of day of the year-first time ``ymd`` without the zone's name that ends it
+    (``2026-12-06 21:09:58 HKT``: 2026-12-06 21:09:58), for a message; ``None`` when it holds more.
+
+    >>> _wall_clock("2026-12-06 21:09:58 HKT"), _wall_clock("2026-12-06 HKT 21:09")
+    (datetime.datetime(2026, 12, 6, 21, 9, 58), None)
+    """
+    head = re.sub(r"\s*[A-Za-z]+$", "", ymd)
+    if not YEAR_FIRST_TIME.fullmatch(head) or re.search(r"[A-Za-z]", head.replace("T", " ")):
+        return None
+    try:
+        return pd.Timestamp(head).to_pydatetime()
+    except (ValueError, OverflowError):
+        return None
 
 
 UNIT_SLIP_END = pd.Timestamp("1970-03-01")

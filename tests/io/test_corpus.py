@@ -1591,3 +1591,60 @@ def test_a_time_whose_offset_no_time_zone_has_is_refused(tmp_path, written):
         pd.Timestamp("2026-12-06T22:00:00Z"),
         pd.Timestamp("2026-12-05T20:00:00Z"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [
+        ("Sun Dec  6 21:09:58 UTC 2026", "2026-12-06T21:09:58Z"),  # Unix `date` on a host kept in UTC
+        ("Sun Dec  6 21:09:58 GMT 2026", "2026-12-06T21:09:58Z"),
+        ("sun dec  6 21:09:58 utc 2026", "2026-12-06T21:09:58Z"),
+        ("Sun Dec  6 21:09:58 +0800 2026", "2026-12-06T13:09:58Z"),  # date +'%a %b %e %T %z %Y'
+    ],
+)
+def test_a_unix_date_with_utc_or_an_offset_is_read(tmp_path, written, read):
+    """Unix ``date`` writes ``Sun Dec  6 21:09:58 UTC 2026``: the zone before the year, where RFC 2822 puts
+    it last. With a name of UTC or a signed offset it says its instant, as RFC 2822 and ISO 8601 times
+    with them do, and is read so; it was refused as ending with ``'2026', which is not an offset``."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+    corpus = load_corpus(path, timezone="Asia/Taipei")
+    assert corpus.frame["published_at"].tolist() == [pd.Timestamp(read)] and corpus.naive_times == 0
+
+
+def test_a_unix_date_of_a_year_out_of_range_is_refused_naming_the_year_written(tmp_path):
+    """``email.utils`` reads a year 0001 as 2001: a Unix ``date`` of the year 0001 is refused naming it as
+    written, not as a day of the week that is not the 6th of December 2001's."""
+    path = tmp_path / "c.csv"
+    path.write_text('id,title,published_at\na,Floods,"Sun Dec  6 21:09:58 UTC 0001"\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"row 1, field 'published_at': .* is outside the years 1678-2261"):
+        load_corpus(path)
+
+
+@pytest.mark.parametrize(
+    ("written", "zone", "iso"),
+    [
+        ("Sun Dec  6 21:09:58 CST 2026", "CST", "2026-12-06T21:09:58"),  # China's, US Central's or Cuba's?
+        ("Sun Dec  6 21:09:58 IST 2026", "IST", "2026-12-06T21:09:58"),  # India's, Ireland's or Israel's?
+        ("Sun, 06 Dec 2026 21:09:58 CST", "CST", "2026-12-06T21:09:58"),  # RFC 2822 with a zone's name
+        ("2026-12-06 21:09:58 HKT", "HKT", "2026-12-06T21:09:58"),
+    ],
+)
+def test_a_time_naming_its_zone_by_an_abbreviation_is_refused_saying_what_to_write(
+    tmp_path, written, zone, iso
+):
+    """A zone's abbreviation (``CST``: China's UTC+08:00, US Central's UTC-06:00, Cuba's UTC-05:00) is not
+    one offset, and a time naming one is refused. Unix ``date``'s ``Sun Dec  6 21:09:58 CST 2026`` was
+    refused as ending with ``'2026', which is not an offset (+0800, -0500)``, which named neither the zone
+    nor what was wrong; every such refusal now names the zone, says why it cannot be read and gives the
+    time as ISO 8601 with an offset to write instead."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,2026-12-06T08:00:00Z\nb,Storm,"{written}"\n')
+    with pytest.raises(InputError) as raised:
+        load_corpus(path)
+    message = str(raised.value)
+    assert message.startswith(
+        f"{path}: row 2, field 'published_at': time {written!r} names its zone {zone!r}, not an offset"
+    ), message
+    assert "abbreviation" in message and f"{iso}+08:00" in message, message
+    assert "ends with '2026'" not in message, message
