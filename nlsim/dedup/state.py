@@ -160,8 +160,9 @@ class StateIdentity:
     search: dict[str, Any] | None = None
     """How the kept pairs were searched: ``k``, ``window_hours`` and ``copy_key``, the definition of an exact
     copy (:data:`nlsim.clusters.copies.COPY_KEY_VERSION`; absent: a state written before it was kept, whose
-    copies the first definition grouped), and ``markup``, how the embedded texts' HTML was read
-    (:data:`nlsim.io.cells.SHOWN_TEXT_VERSION`; absent: as words, and the window is embedded again), and
+    copies the first definition grouped), and ``markup``, how the embedded texts' HTML and control and
+    format characters were read (:data:`nlsim.io.cells.SHOWN_TEXT_VERSION`; absent: HTML as words, and the
+    window is embedded again; 1: the control and format characters as written, embedded again too), and
     ``series_veto``, ``False`` when the kept pairs were rescored by a reranker without the series veto
     (absent: with it, or without a reranker) (``None``: a state written before any was kept: its ``k`` and
     ``window_hours`` taken to match, its ``copy_key`` and ``markup`` absent, as they were then, its series

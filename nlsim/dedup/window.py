@@ -58,7 +58,7 @@ from nlsim.dedup.settings import StateSettings
 from nlsim.dedup.state import State, StateIdentity, empty_pairs
 from nlsim.errors import ConfigError, InputError
 from nlsim.io import columns
-from nlsim.io.cells import shown_text
+from nlsim.io.cells import model_text
 from nlsim.io.corpus import Corpus
 from nlsim.progress import counted
 from nlsim.report.record import Counts, ModelSwitch, RunRecord
@@ -136,15 +136,16 @@ class Window:
 
     def texts(self, rows: Any, conversion: str) -> list[str]:
         """The texts of ``rows`` as the model reads them: the HTML a CMS or a feed left in them read as a page
-        shows it (:func:`~nlsim.io.cells.shown_text`: an RSS description's tags and the address of
-        its picture are no words of the story), then converted (once, then remembered)."""
+        shows it, and without their control and format characters (:func:`~nlsim.io.cells.model_text`: an
+        RSS description's tags and the address of its picture are no words of the story, nor a NUL or
+        a zero-width space), then converted (once, then remembered)."""
         from nlsim.conversion import convert
 
         rows = [int(r) for r in rows]
         todo = [r for r in rows if r not in self._converted]
         if todo:
             raw = self.items["raw_text"].to_numpy()
-            shown = [shown_text(str(raw[r])) for r in todo]
+            shown = [model_text(str(raw[r])) for r in todo]
             for r, t in zip(todo, convert(shown, conversion), strict=True):
                 self._converted[r] = t
         return [self._converted[r] for r in rows]

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import html
 import re
+import sys
 import unicodedata
+from functools import cache
 
 LINE_BREAKING = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 """Characters ``str.splitlines`` ends a line at."""
@@ -241,10 +243,11 @@ _TAG = re.compile(
     r"<!--.*?-->|</?(?:" + "|".join(sorted(HTML_ELEMENTS, key=len, reverse=True)) + r")(?:\s[^<>]*)?/?>",
     re.IGNORECASE | re.DOTALL,
 )
-SHOWN_TEXT_VERSION = 1
-"""Which reading of :func:`shown_text` the texts a run embeds went through
+SHOWN_TEXT_VERSION = 2
+"""Which reading of :func:`model_text` the texts a run embeds went through
 (:meth:`nlsim.dedup.window.Window.texts`), kept in a daily state's identity (``markup``): a state whose
-vectors were made from texts with their HTML read as words (it names none) is embedded again once."""
+vectors were made from texts with their HTML read as words (it names none), or with their control and
+format characters (1), is embedded again once."""
 _UNESCAPES = 3
 """How many times a text escaped more than once (``&amp;amp;``) is read again, at most."""
 
@@ -266,6 +269,58 @@ def shown_text(text: str) -> str:
             break
         text = read
     return _TAG.sub("", text)
+
+
+_TERMINAL_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+"""A terminal's escape sequence (ECMA-48: ``\\x1b[31m``, a colour; ``\\x1b[0m``, its end), which a log or a
+script's output leaves in a text: it shows nothing, its letters are no words."""
+_BREAKING = re.compile("[ \t]*(?:[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029][ \t]*)+")
+"""A run of control characters but the tab, the line feed and the carriage return (C0, DEL and C1: a NUL,
+Word's line break ``\\x0b``, NEL ``\\x85``) and of line or paragraph separators, with the spaces around it."""
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029]")
+"""One of the characters of :data:`_BREAKING`."""
+KEPT_FORMAT = frozenset("\u200c\u200d")
+"""The format characters a text keeps: the zero-width non-joiner and joiner, which part or join the letters
+of Persian and Indic words and make one emoji of several."""
+
+
+@cache
+def _format_characters() -> re.Pattern[str]:
+    """The format characters (Unicode category Cf, of this Python's Unicode database) but
+    :data:`KEPT_FORMAT`, as one character class of their ranges: a text is read through it five times
+    faster than character by character. Built once, when first needed."""
+    ranges: list[list[int]] = []
+    for code in range(sys.maxunicode + 1):
+        if unicodedata.category(chr(code)) != "Cf" or chr(code) in KEPT_FORMAT:
+            continue
+        if ranges and ranges[-1][1] == code - 1:
+            ranges[-1][1] = code
+        else:
+            ranges.append([code, code])
+    return re.compile("[" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges) + "]")
+
+
+def model_text(text: str) -> str:
+    """``text`` as the model reads it and exact copies are told (:meth:`nlsim.dedup.window.Window.texts`):
+    as a page shows it (:func:`shown_text`), each run of control characters (:data:`_BREAKING`: a NUL, a
+    bell, Word's line break, a line separator) one space, and without a terminal's escape sequences
+    (:data:`_TERMINAL_ESCAPE`) and the format characters that show nothing (Unicode category Cf: a
+    zero-width space, a byte-order mark, direction controls, a soft hyphen; not :data:`KEPT_FORMAT`). A
+    title a damaged export or a joined file left them in reads as the title without them, where the model
+    read ``north\\x0bkill`` as ``northkill`` and ``\\x1b[31m`` as words; the corpus, and the report, keep
+    the text as written. The tab, the line feed and the carriage return are text.
+
+    >>> model_text("Floods\\x00in the north\\x0bkill three")
+    'Floods in the north kill three'
+    >>> model_text("\\x1b[31mFlo\\u200bods\\x1b[0m\\ufeff")
+    'Floods'
+    >>> model_text("<b>Storm</b>\\u2028warning"), model_text("line one\\nline\\ttwo")
+    ('Storm warning', 'line one\\nline\\ttwo')
+    """
+    text = _format_characters().sub("", _TERMINAL_ESCAPE.sub("", shown_text(text)))
+    if _CONTROL.search(text) is None:
+        return text
+    return _BREAKING.sub(lambda run: "" if run.start() == 0 or run.end() == len(text) else " ", text)
 
 
 _DECIMAL_COMMA = re.compile(r"[+-]?\d*,\d+")

@@ -146,7 +146,7 @@ SWITCH_WORDS = {
     "k": "the neighbours searched per item changed (--k)",
     "window_hours": "the time window of a pair changed (--window-hours)",
     "copy_key": "what counts as an exact copy changed (a newer nlsim)",
-    "markup": "the texts are embedded as a page shows their HTML (a newer nlsim)",
+    "markup": "the texts are embedded as a page shows them, without control characters (a newer nlsim)",
     "series_veto": "the series veto was turned on or off (--no-series-veto)",
 }
 """What a model switch changed, in words, by the state's identity field (the model itself: :func:`_which`)."""

@@ -551,3 +551,26 @@ def test_a_daily_run_pairs_todays_copy_of_a_daily_headline_as_a_batch_run_does(t
         run_daily(cfg, tmp_path / "state", retention_days=None, encoder=HashEncoder())
     kept = state_assignment(tmp_path / "state")
     assert kept == {"v": "c-w11", "w11": "c-w11"}
+
+
+@pytest.mark.slow
+def test_a_copy_holding_control_or_format_characters_is_in_its_originals_cluster_as_written(
+    tmp_path, fast_encoder
+):
+    """Titles that differ from one headline only by control characters (a NUL, Word's line break, a
+    terminal's colour codes) or format characters (a zero-width space, a byte-order mark, direction
+    controls) are copies of it: the one in colour codes was read as another text (``31m...0m``), alone in a
+    cluster of its own, and the model read each of the others as another text. They are one cluster, each
+    exact copy's vector the headline's, and the report's tables keep every title as written."""
+    from tests.dedup.test_window import CLEAN, DAMAGED
+
+    titles = [CLEAN, *DAMAGED, "Central bank raises interest rates again"]
+    ids = [f"n{i:02d}" for i in range(len(titles))]
+    pd.DataFrame({"id": ids, "title": titles}).to_parquet(tmp_path / "news.parquet", index=False)
+    cfg = _config(tmp_path / "news.parquet", tmp_path / "out", "paraphrase-MiniLM-L3-v2", 0.95)
+    result = run_dedup(cfg, encoder=fast_encoder)
+    assert sorted(sorted(m) for m in result.clusters["member_ids"]) == [ids[:-1]]
+    pairs = pd.read_parquet(tmp_path / "out" / "pairs.parquet")
+    assert pairs["exact_copy"].all() and (pairs["cosine"] == 1.0).all(), pairs[["id_b", "cosine"]]
+    shown = dict(zip(pairs["id_b"], pairs["title_b"], strict=True))
+    assert [shown[i] for i in ids[1:-1]] == DAMAGED

@@ -11,7 +11,7 @@ import pytest
 
 from nlsim.clusters.order import OrderKey, order_key_of
 from nlsim.dedup.window import Window, batch_window, classify, day_start, expire, prune
-from nlsim.io.corpus import Corpus
+from nlsim.io.corpus import Corpus, load_corpus
 from nlsim.report.record import Counts
 
 T = pd.Timestamp("2024-03-10", tz="UTC")
@@ -169,3 +169,38 @@ def test_a_days_end_is_the_next_midnight_on_the_zones_clock_on_a_daylight_saving
     same_evening = SimpleNamespace(as_of=(pd.Timestamp(end) - pd.Timedelta(minutes=30)).isoformat())
     assert older_day(next_morning, quiet, day_end(the_day, zone))
     assert not older_day(same_evening, quiet, day_end(the_day, zone))
+
+
+CLEAN = "Floods in the north kill three"
+DAMAGED = [
+    "Floods\x00 in the north kill three",  # a NUL, the mark of a damaged export
+    "Floods\x00in the north kill three",  # one in the place of a space
+    "Floods in the north\x0bkill three",  # Word's line break (a vertical tab) between two words
+    "Floods in the north\x85kill three",  # NEL, a C1 control: a line break to line readers
+    "Floods in the north\u2028kill three",  # the Unicode line separator
+    "\x1b[31mFloods in the north kill three\x1b[0m",  # a terminal's colours
+    "Floods in\x07 the north kill three\x7f",  # a bell, a DEL
+    "Flo\u200bods in the north kill three",  # a zero-width space inside a word
+    "\ufeffFloods in the \ufeffnorth kill three",  # byte-order marks, of files joined
+    "\u202bFloods in the north\u202c kill three\u200f",  # direction controls and marks
+    "Flo\u00adods in the north kill three",  # a soft hyphen
+]
+
+
+def test_the_model_reads_a_text_without_its_control_and_format_characters(tmp_path) -> None:  # noqa: ANN001
+    """A title holding control characters (a NUL, Word's line break ``\\x0b``, a terminal's colour codes) or
+    format characters that show nothing (a zero-width space, a byte-order mark, direction controls) reached
+    the model as written: the small test model read ``north\\x0bkill`` as ``northkill`` (cosine 0.86 with
+    the clean title), ``\\x1b[31m`` as words (0.61), and e5 read each of them as something (0.93 to 0.98).
+    The model now reads each such text as the one without them (a control a space, a format character
+    nothing), in the run's script too (OpenCC stopped at a NUL), while the corpus, and so the report,
+    keeps each title as written."""
+    titles = [CLEAN, *DAMAGED, "颱風\x00來了\u200b，全台停班"]
+    path = tmp_path / "news.parquet"
+    pd.DataFrame({"id": [f"n{i}" for i in range(len(titles))], "title": titles}).to_parquet(path)
+    corpus = load_corpus(path)
+    window = batch_window(corpus)
+    read = window.texts(range(len(titles)), "none")
+    assert read[: len(DAMAGED) + 1] == [CLEAN] * (len(DAMAGED) + 1), read
+    assert batch_window(corpus).texts([len(titles) - 1], "tw2sp") == ["台风 来了，全台停班"]
+    assert corpus.frame["title"].tolist() == titles  # as written, for the report

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from nlsim.commands import embed
@@ -186,3 +187,36 @@ def test_a_run_stopped_between_the_matrix_and_its_record_leaves_no_pair_that_loo
     left = json.loads(out.with_suffix(".json").read_text())
     assert left == record and len(np.load(out)) == left["count"]  # the old record, a new matrix as long
     assert left["npy"]["sha256"] != file_sha256(out)  # ... which it does not describe
+
+
+@pytest.mark.slow
+def test_a_title_holding_control_or_format_characters_is_embedded_as_the_one_without(
+    tmp_path: Path,
+    l3,  # noqa: ANN001
+    monkeypatch,  # noqa: ANN001
+) -> None:
+    """``nlsim embed`` reads the texts as a dedup run does (:func:`nlsim.io.cells.model_text`): a title with
+    Word's line break between two words, a NUL, colour codes or a zero-width space is embedded as the title
+    without them (the model read ``north\\x0bkill`` as ``northkill``)."""
+    from tests.dedup.test_window import CLEAN, DAMAGED
+
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
+    path = tmp_path / "news.parquet"
+    pd.DataFrame({"id": [f"n{i}" for i in range(len(DAMAGED) + 1)], "title": [CLEAN, *DAMAGED]}).to_parquet(
+        path
+    )
+    out = tmp_path / "emb.npy"
+    argv = [
+        "--corpus",
+        str(path),
+        "--out",
+        str(out),
+        "--model",
+        str(l3.path),
+        "--convert",
+        "none",
+        "--no-progress",
+    ]
+    assert run_embed(argv) == 0
+    emb = np.load(out)
+    np.testing.assert_allclose(emb[1:] @ emb[0], 1.0, atol=1e-5)
