@@ -80,6 +80,7 @@ from nlsim.io.cells import (
     invisible_only,
     misread_utf8,
     missing_marker,
+    model_text,
     placeholder,
     shown_text,
     text_control,
@@ -175,6 +176,9 @@ def _check_text(value: Any, *, required: bool) -> tuple[str | None, str | None]:
     if required and not any(_readable(ch) for ch in shown_text(text)):
         # "<p></p>", "<br/>", "&nbsp;": the model reads a text's HTML as a page shows it, nothing
         return None, f"no text, only HTML markup ({text!r:.40}): a placeholder for a missing text?"
+    if required and not any(_readable(ch) for ch in model_text(text)):
+        # "\x1b[31m\x1b[0m": a terminal's colour codes, which the model reads as nothing
+        return None, f"no text, only control characters ({text!r:.40}): a damaged export?"
     return text, None
 
 
@@ -949,13 +953,14 @@ def _nothing_to_embed(values: dict[str, Any], text_fields: tuple[str, ...]) -> t
     """The problem of a row whose fields to embed (``--text-fields``) hold no visible text (``None`` when
     they do): embedded as empty text, every such item would be one vector, and one story."""
     text = " ".join(str(values.get(f) or "") for f in text_fields)
-    if any(_readable(ch) for ch in shown_text(text)):  # as the model reads it (:func:`shown_text`)
+    if any(_readable(ch) for ch in model_text(text)):  # as the model reads it (:func:`model_text`)
         return None
     listed = ",".join(text_fields)
     more = "" if "title" in text_fields else f" or embed the title too (--text-fields title,{listed})"
     verb = "holds" if len(text_fields) == 1 else "hold"
     why = (
-        f"nothing to embed: {listed} {verb} no text, punctuation or HTML markup at most (--text-fields "
+        f"nothing to embed: {listed} {verb} no text, punctuation, HTML markup or control characters at most "
+        f"(--text-fields "
         f"{listed}); give it "
         f"text{more}"
     )

@@ -1648,3 +1648,20 @@ def test_a_time_naming_its_zone_by_an_abbreviation_is_refused_saying_what_to_wri
     ), message
     assert "abbreviation" in message and f"{iso}+08:00" in message, message
     assert "ends with '2026'" not in message, message
+
+
+def test_a_title_of_a_terminals_escape_codes_alone_is_a_bad_row(tmp_path):
+    """The model reads a text without a terminal's escape sequences (``\\x1b[31m``, colour codes a script's
+    output leaves: :func:`nlsim.io.cells.model_text`), so a title of them alone was loaded and embedded as
+    an empty text, every such item one vector, and one story. It is a bad row, named so; a description of
+    them alone, embedded alone, is nothing to embed."""
+    path = tmp_path / "c.csv"
+    path.write_text("id,title,description\n1,Floods,Rain\n2,\x1b[31m\x1b[0m,Storm\n", encoding="utf-8")
+    with pytest.raises(
+        InputError, match=r"c\.csv: row 2, field 'title': no text, only control characters \('\\x1b\[31m"
+    ):
+        load_corpus(path)
+    path.write_text("id,title,description\n1,Floods,Rain\n2,Storm,\x1b[0m\u200b\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"row 2, field 'description': nothing to embed: .* control char"):
+        load_corpus(path, text_fields=("description",))
+    assert load_corpus(path).texts() == ["Floods Rain", "Storm \x1b[0m\u200b"]  # as written
