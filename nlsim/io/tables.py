@@ -477,7 +477,8 @@ def to_utf8(path: Path, fmt: str, encoding: str | None = None) -> str:
     """How to turn the text table ``path`` (of format ``fmt``), which is not UTF-8, into the UTF-8 file nlsim
     reads: Excel's *CSV UTF-8* for a CSV, and the ``iconv`` command that converts the file as it is named,
     from ``encoding`` when it is known (a byte-order mark said it), else from the encodings Excel saves text
-    in on a Chinese Windows (Big5 as ``CP950``, ``GB18030``): named, never guessed.
+    in on a Chinese Windows (Big5 as ``CP950``, ``GB18030``) or a Western one (``CP1252``): named, never
+    guessed.
 
     Example:
         >>> to_utf8(Path("news.tsv"), "tsv", "UTF-16").split(", as ")[1]
@@ -494,7 +495,7 @@ def to_utf8(path: Path, fmt: str, encoding: str | None = None) -> str:
     return (
         f"nlsim reads UTF-8 text only: {excel}convert it from the encoding it was saved in, as {command} "
         "(Big5, as Excel saves text on a Traditional-Chinese Windows; GB18030 on a Simplified-Chinese one: "
-        "-f GB18030)"
+        "-f GB18030; Windows-1252 on an English or other Western one: -f CP1252)"
     )
 
 

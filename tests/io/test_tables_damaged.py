@@ -285,6 +285,18 @@ def test_a_file_saved_in_a_chinese_windows_encoding_is_refused_saying_how_to_con
     assert "\n" not in message
 
 
+def test_a_file_saved_in_a_western_windows_encoding_is_refused_naming_it_too(tmp_path: Path) -> None:
+    """Excel on an English (or other Western) Windows saves "CSV" in Windows-1252: curly quotes, a dash, an
+    accented letter. The refusal named Big5 and GB18030 alone, and its command (``iconv -f CP950``) turned
+    such a file into Chinese characters; it names Windows-1252 too."""
+    path = tmp_path / "news.csv"
+    path.write_bytes("id,title\r\nn1,\u201cCaf\u00e9\u201d chain \u2013 profits up\r\n".encode("cp1252"))
+    with pytest.raises(InputError) as info:
+        read_table(path)
+    message = str(info.value)
+    assert info.value.row == 1 and "-f CP1252" in message and "Windows-1252" in message, message
+
+
 def test_a_utf16_file_is_refused_saying_how_to_convert_it(tmp_path: Path) -> None:
     """Excel's "Unicode Text" (UTF-16 with a byte-order mark): the refusal names the command that
     converts it, as for a Big5 file."""
