@@ -465,13 +465,15 @@ def _unix_date(text: str, unix: re.Match[str]) -> tuple[pd.Timestamp | None, str
         minutes = int(zone[1:3]) * 60 + int(zone[3:])
         offset = dt.timezone(dt.timedelta(minutes=minutes if zone[0] == "+" else -minutes))
         return pd.Timestamp(wall.replace(tzinfo=offset)), None
-    posix = UTC_AND_OFFSET.fullmatch(zone)
-    if posix:
-        return None, (
-            f"time {text!r:.40} puts an offset after {posix.group(1)!r} ({zone!r}), which reads two ways: "
-            f"the offset as written, or its opposite (POSIX's rule): {WRITE_ISO}"
-        )
     return None, _zone_name_reason(text, zone, wall, unix=True)
+
+
+def _posix_reason(text: str, posix: re.Match[str]) -> str:
+    """Why a time holding an offset after a name of UTC (``posix``: ``GMT+8``, ``UTC-3``) is refused."""
+    return (
+        f"time {text!r:.40} puts an offset after {posix.group(1)!r} ({posix.group(0)!r}), which reads two "
+        f"ways: the offset as written, or its opposite (POSIX's rule, the date parser's): {WRITE_ISO}"
+    )
 
 
 def _neither_reason(text: str) -> str:
@@ -617,11 +619,7 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
             return None, _zone_name_reason(text, names[-1], _wall_clock(ymd))
         posix = UTC_AND_OFFSET.search(text)
         if posix:
-            return None, (
-                f"time {text!r:.40} puts an offset after {posix.group(1)!r} ({posix.group(0)!r}), which "
-                "reads two ways: the offset as written, or its opposite (POSIX's rule, the date parser's): "
-                + WRITE_ISO
-            )
+            return None, _posix_reason(text, posix)
         if not YEAR_FIRST_TIME.fullmatch(ymd):
             return None, (
                 f"time {text!r:.40} holds more than a date, a time of day and one offset (a second time or "
@@ -629,6 +627,9 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
             )
         offset = _offset_reason(text, ymd)
         return (None, offset) if offset else (pd.Timestamp(UTC_NAME_END.sub("Z", ymd)), None)
+    posix = UTC_AND_OFFSET.search(text)
+    if posix:  # GMT+0800, as JavaScript's Date writes it after the time: no zone's abbreviation
+        return None, _posix_reason(text, posix)
     unix = UNIX_DATE.fullmatch(text)
     if unix is not None:
         return _unix_date(text, unix)

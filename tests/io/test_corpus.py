@@ -1665,3 +1665,24 @@ def test_a_title_of_a_terminals_escape_codes_alone_is_a_bad_row(tmp_path):
     with pytest.raises(InputError, match=r"row 2, field 'description': nothing to embed: .* control char"):
         load_corpus(path, text_fields=("description",))
     assert load_corpus(path).texts() == ["Floods Rain", "Storm \x1b[0m\u200b"]  # as written
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "Sun Dec 06 2026 21:09:58 GMT+0800 (China Standard Time)",  # JavaScript's Date.toString()
+        "Sun, 06 Dec 2026 21:09:58 GMT+0800",
+    ],
+)
+def test_an_offset_after_gmt_in_a_time_not_year_first_is_refused_as_reading_two_ways(tmp_path, written):
+    """``GMT+0800`` after a time not written year first (JavaScript's ``Date.toString()`` writes one) was
+    refused as naming its zone ``'GMT+0800'``, a zone's abbreviation, which it is not: it is an offset after
+    a name of UTC, read two ways (POSIX's sign or its opposite), refused saying so as a year-first
+    ``2024-05-01 16:00 GMT+8`` is."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+    with pytest.raises(InputError) as raised:
+        load_corpus(path)
+    message = str(raised.value)
+    assert "puts an offset after 'GMT' ('GMT+0800'), which reads two ways" in message, message
+    assert "abbreviation" not in message, message
