@@ -770,6 +770,19 @@ class TimeRead:
     naive: bool = False
 
 
+def _shown_time(value: Any) -> Any:
+    """``value`` without the format characters that show nothing (Unicode category Cf: a left-to-right mark,
+    which Windows and browsers put into a date they format for a right-to-left language, a zero-width
+    space, a byte-order mark) when it is text: the time it shows.
+
+    >>> _shown_time("\u200e2026-12-06\u200b"), _shown_time(5)
+    ('2026-12-06', 5)
+    """
+    if not isinstance(value, str):
+        return value
+    return "".join(ch for ch in value if unicodedata.category(ch) != "Cf")
+
+
 def _check_time(value: Any, zone: dt.tzinfo = dt.UTC, years: tuple[int, int] = TIME_RANGE) -> TimeRead:
     """A time as UTC, or the reason it is refused; a time without an offset is read on ``zone``'s clock.
 
@@ -782,6 +795,11 @@ def _check_time(value: Any, zone: dt.tzinfo = dt.UTC, years: tuple[int, int] = T
     """
     if _is_missing(value) or (isinstance(value, str) and not value.strip()):
         return TimeRead(pd.NaT)
+    control = text_control(value) if isinstance(value, str) else None
+    if control is not None:  # a NUL: the mark of a damaged export, never part of a time
+        return TimeRead(
+            None, f"time {value!r:.60} holds {describe(control)}, the mark of a damaged export: {WRITE_ISO}"
+        )
     if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
         # a bare number has no unit (seconds? milliseconds?): pandas would read it as nanoseconds, 1970
         return TimeRead(None, _number_reason(value))
@@ -852,7 +870,7 @@ def read_time(value: Any, zone: dt.tzinfo = dt.UTC, years: tuple[int, int] = TIM
         >>> read_time("12/05/2024").reason  # doctest: +ELLIPSIS
         "time '12/05/2024' is neither year first ..."
     """
-    return _check_time(value, zone, years)
+    return _check_time(_shown_time(value), zone, years)
 
 
 def _check_columns(path: Path, raw: pd.DataFrame, *, allow_empty: bool = False) -> None:
@@ -928,9 +946,10 @@ def _check_row(
             values.setdefault("marked_missing", []).append(col)
         values[col] = text
     if not problem:
-        read = _check_time(rec.get("published_at"), zone)
-        if placeholder_time(rec.get("published_at"), read.time, zone):
-            values["placeholder_time"] = str(rec.get("published_at")).strip()
+        written = _shown_time(rec.get("published_at"))
+        read = _check_time(written, zone)
+        if placeholder_time(written, read.time, zone):
+            values["placeholder_time"] = str(written).strip()
             read = TimeRead(pd.NaT)
         if read.reason:
             problem = ("published_at", read.reason)

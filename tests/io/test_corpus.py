@@ -1686,3 +1686,28 @@ def test_an_offset_after_gmt_in_a_time_not_year_first_is_refused_as_reading_two_
     message = str(raised.value)
     assert "puts an offset after 'GMT' ('GMT+0800'), which reads two ways" in message, message
     assert "abbreviation" not in message, message
+
+
+def test_a_time_holding_a_character_that_shows_nothing_is_read_as_it_shows_and_a_control_named(tmp_path):
+    """A left-to-right mark (U+200E, which Windows and browsers put into dates they format for right-to-left
+    languages), a zero-width space or a byte-order mark in a ``published_at`` shows nothing, but the time
+    was refused as neither year first, or as holding more than a date, a time and one offset; a
+    placeholder for no date holding one was read as that date. Such a time is read as it shows; one
+    holding a control character (a NUL) is refused naming it."""
+    path = tmp_path / "c.csv"
+    path.write_text(
+        "id,title,published_at\n"
+        "a,Floods,\u200e2026-12-06T21:09:58+08:00\n"
+        "b,Storm,2026-12-06\u200bT21:09:58Z\u200f\n"
+        "c,Rain,\ufeff1970-01-01\n",
+        encoding="utf-8",
+    )
+    corpus = load_corpus(path)
+    times = corpus.frame["published_at"].tolist()
+    assert times[:2] == [pd.Timestamp("2026-12-06T13:09:58Z"), pd.Timestamp("2026-12-06T21:09:58Z")], times
+    assert pd.isna(times[2]) and "placeholders for no date" in corpus.warnings[0], corpus.warnings
+    path.write_text("id,title,published_at\na,Floods,2026-12-06T21:09:58\x00+08:00\n", encoding="utf-8")
+    with pytest.raises(
+        InputError, match=r"row 1, field 'published_at': time .* holds U\+0000 \(a NUL character\)"
+    ):
+        load_corpus(path)
