@@ -603,6 +603,7 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     text, week = _week_date(text)
     if week is not None:
         return None, week
+    text = _rfc_uncommented(text)  # "+0800 (CST)": the offset decides, year first as in RFC 2822
     cjk = CJK_DATE.match(text)
     ymd = text if cjk is None else "-".join(cjk.groups()) + (" " + text[cjk.end() :]).rstrip()
     if BARE_NUMBER.fullmatch(text):

@@ -1711,3 +1711,25 @@ def test_a_time_holding_a_character_that_shows_nothing_is_read_as_it_shows_and_a
         InputError, match=r"row 1, field 'published_at': time .* holds U\+0000 \(a NUL character\)"
     ):
         load_corpus(path)
+
+
+@pytest.mark.parametrize(
+    ("written", "utc"),
+    [
+        ("2026-12-06 10:00:00 +0800 (CST)", "2026-12-06T02:00:00Z"),
+        ("2026-12-06T10:00:00+08:00 (China Standard Time)", "2026-12-06T02:00:00Z"),
+        ("2026/12/06 10:00 -0500 (EST)", "2026-12-06T15:00:00Z"),
+        ("2026-12-06T10:00:00Z (UTC)", "2026-12-06T10:00:00Z"),
+    ],
+)
+def test_a_year_first_time_with_a_zone_comment_after_its_offset_is_read_by_the_offset(tmp_path, written, utc):
+    """A year-first time with its offset and a comment naming the zone (``2026-12-06 10:00:00 +0800 (CST)``)
+    was refused as naming its zone ``'CST'``, not an offset, though it has one: the comment is read as an
+    RFC 2822 time's is, not at all, and the offset decides. Without an offset before it, the comment names
+    the zone only, and the time is still refused."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+    assert load_corpus(path).frame["published_at"].tolist() == [pd.Timestamp(utc)]
+    path.write_text('id,title,published_at\na,Floods,"2026-12-06 10:00:00 (CST)"\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"row 1, field 'published_at': .* names its zone 'CST'"):
+        load_corpus(path)
