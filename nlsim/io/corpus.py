@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import decimal
 import email.utils
 import hashlib
 import math
@@ -784,6 +785,22 @@ def _shown_time(value: Any) -> Any:
     return "".join(ch for ch in value if unicodedata.category(ch) != "Cf")
 
 
+def _stored_reason(value: Any) -> str | None:
+    """Why a cell that is not text is no time (``None`` for a timestamp, a date or a text): a number, which
+    has no unit (seconds? milliseconds?: pandas would read it as nanoseconds after 1970), or what is no
+    time at all (a duration, a time of day without its date, a list of times).
+
+    >>> _stored_reason(dt.time(8, 0)).split(":")[0], _stored_reason(dt.date(2026, 12, 6)) is None
+    ('not a time (got time datetime.time(8, 0))', True)
+    """
+    if isinstance(value, (bool, int, float, decimal.Decimal, np.bool_, np.integer, np.floating)):
+        return _number_reason(value)
+    if not isinstance(value, (str, dt.date, np.datetime64)):  # a datetime and a Timestamp are dates too
+        kind = type(value).__name__
+        return f"not a time (got {kind} {value!r:.40}): store a timestamp or a date, or {WRITE_ISO}"
+    return None
+
+
 def _check_time(value: Any, zone: dt.tzinfo = dt.UTC, years: tuple[int, int] = TIME_RANGE) -> TimeRead:
     """A time as UTC, or the reason it is refused; a time without an offset is read on ``zone``'s clock.
 
@@ -801,9 +818,9 @@ def _check_time(value: Any, zone: dt.tzinfo = dt.UTC, years: tuple[int, int] = T
         return TimeRead(
             None, f"time {value!r:.60} holds {describe(control)}, the mark of a damaged export: {WRITE_ISO}"
         )
-    if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
-        # a bare number has no unit (seconds? milliseconds?): pandas would read it as nanoseconds, 1970
-        return TimeRead(None, _number_reason(value))
+    stored = _stored_reason(value)
+    if stored is not None:
+        return TimeRead(None, stored)
     try:
         ts, reason = (
             _parse_time_text(value.strip()) if isinstance(value, str) else (pd.Timestamp(value), None)

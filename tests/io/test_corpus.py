@@ -1,8 +1,11 @@
+import decimal
 import json
 import re
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from nlsim.errors import ConfigError, InputError
@@ -1733,3 +1736,26 @@ def test_a_year_first_time_with_a_zone_comment_after_its_offset_is_read_by_the_o
     path.write_text('id,title,published_at\na,Floods,"2026-12-06 10:00:00 (CST)"\n', encoding="utf-8")
     with pytest.raises(InputError, match=r"row 1, field 'published_at': .* names its zone 'CST'"):
         load_corpus(path)
+
+
+@pytest.mark.parametrize(
+    ("column", "got"),
+    [
+        (pa.array([1000, None], pa.duration("s")), r"not a time \(got Timedelta"),  # a duration
+        (pa.array([1_000_000, None], pa.time64("us")), r"not a time \(got time"),  # a time of day, no date
+        (pa.array([["2024-05-01"], None]), r"not a time \(got ndarray"),  # a list of times
+        (pa.array([decimal.Decimal("1.5"), None], pa.decimal128(5, 2)), r"a number \(Decimal\('1\.50'\)\)"),
+    ],
+)
+def test_a_stored_published_at_that_is_no_time_is_refused_saying_what_it_is(tmp_path, column, got):
+    """A Parquet ``published_at`` column of durations, times of day, lists or decimals was refused by row
+    with the date parser's words (``cannot parse time Timedelta('0 days 00:16:40'): Cannot convert input
+    [0 days 00:16:40] of type <class 'pandas.Timedelta'> to Timestamp``): it is refused saying it is not a
+    time (a decimal, as a number is, with no unit) and what to store instead."""
+    path = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"id": ["a", "b"], "title": ["A", "B"], "published_at": column}), path)
+    with pytest.raises(InputError) as raised:
+        load_corpus(path)
+    message = str(raised.value)
+    assert re.search(rf"row 1, field 'published_at': {got}", message), message
+    assert "Cannot convert" not in message and "2024-05-01T08:00:00+08:00" in message, message
