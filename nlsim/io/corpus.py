@@ -347,6 +347,9 @@ RFC_COMMENT = re.compile(
     r"(?<=\d|[A-Za-z])(\s*\([^()]*\))+$"  # one comment or more: "(CST)", "(China Standard Time)"
 )
 """The comment after an RFC 2822 time's zone (``+0800 (CST)``, as mail and many CMS exports write it)."""
+NAME_AFTER_OFFSET = re.compile(r"(?<=\d)(\s*[+-]\d{2}:?\d{2})\s+[A-Za-z]{1,6}$")
+"""A zone's name after a time's offset (``2026-12-06 21:09:58.123 +0800 CST``, as Go writes a time): read as
+a comment after the offset is, not at all."""
 RFC_ZONE_END = re.compile(r"([+-]\d{2}:?\d{2}|(?<![A-Za-z])(GMT|UTC|UT|Z))$", re.IGNORECASE)
 """An RFC 2822 time's zone that says its offset: a number with its sign, or a name of UTC."""
 RFC_ZONE = re.compile(r"[+-]([01]\d|2[0-3])[0-5]\d")
@@ -605,6 +608,7 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     if week is not None:
         return None, week
     text = _rfc_uncommented(text)  # "+0800 (CST)": the offset decides, year first as in RFC 2822
+    text = NAME_AFTER_OFFSET.sub(r"\1", text)  # "+0800 CST", as Go writes it: the offset decides too
     cjk = CJK_DATE.match(text)
     ymd = text if cjk is None else "-".join(cjk.groups()) + (" " + text[cjk.end() :]).rstrip()
     if BARE_NUMBER.fullmatch(text):

@@ -1759,3 +1759,25 @@ def test_a_stored_published_at_that_is_no_time_is_refused_saying_what_it_is(tmp_
     message = str(raised.value)
     assert re.search(rf"row 1, field 'published_at': {got}", message), message
     assert "Cannot convert" not in message and "2024-05-01T08:00:00+08:00" in message, message
+
+
+@pytest.mark.parametrize(
+    ("written", "utc"),
+    [
+        ("2026-12-06 21:09:58.123 +0800 CST", "2026-12-06T13:09:58.123Z"),  # Go's time.Time.String()
+        ("2026-12-06 21:09:58 +0000 UTC", "2026-12-06T21:09:58Z"),
+        ("2026-12-06 21:09:58 -0500 EST", "2026-12-07T02:09:58Z"),
+        ("Sun, 06 Dec 2026 21:09:58 +0800 CST", "2026-12-06T13:09:58Z"),
+    ],
+)
+def test_a_zones_name_after_the_offset_is_not_read_the_offset_decides(tmp_path, written, utc):
+    """Go writes a time with its offset and then its zone's abbreviation (``2026-12-06 21:09:58.123 +0800
+    CST``): it was refused as naming its zone ``'CST'``, not an offset, though it has one, and ``+0000 UTC``
+    as holding more than a date, a time and one offset. The name after the offset is read as a comment
+    after it is, not at all: the offset decides. A name without an offset before it is still refused."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+    assert load_corpus(path).frame["published_at"].tolist() == [pd.Timestamp(utc)]
+    path.write_text('id,title,published_at\na,Floods,"2026-12-06 21:09:58 CST"\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"row 1, field 'published_at': .* names its zone 'CST'"):
+        load_corpus(path)
