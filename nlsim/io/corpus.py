@@ -829,8 +829,9 @@ def _check_time(value: Any, zone: dt.tzinfo = dt.UTC, years: tuple[int, int] = T
         ts, reason = (
             _parse_time_text(value.strip()) if isinstance(value, str) else (pd.Timestamp(value), None)
         )
-    except (ValueError, TypeError, OverflowError) as exc:
-        return TimeRead(None, f"cannot parse time {value!r:.40}: {exc}")
+    except (ValueError, TypeError, OverflowError) as exc:  # 2024-02-30, 25:00: never rolled over
+        why = str(exc).removesuffix(f": {value}").removesuffix(f": {str(value).strip()}")
+        return TimeRead(None, f"time {value!r:.40} is no day or time of the calendar ({why}): {WRITE_ISO}")
     if ts is None:
         return TimeRead(None, reason)
     if ts is pd.NaT:

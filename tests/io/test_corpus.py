@@ -108,7 +108,7 @@ def test_content_hash_changes_with_text(tmp_path):
             "id,title,published_at\n1,Floods,2024-13-01\n",
             1,
             "published_at",
-            "cannot parse time",
+            "is no day or time of the calendar",
         ),
         (
             "nontext.jsonl",
@@ -1781,3 +1781,30 @@ def test_a_zones_name_after_the_offset_is_not_read_the_offset_decides(tmp_path, 
     path.write_text('id,title,published_at\na,Floods,"2026-12-06 21:09:58 CST"\n', encoding="utf-8")
     with pytest.raises(InputError, match=r"row 1, field 'published_at': .* names its zone 'CST'"):
         load_corpus(path)
+
+
+@pytest.mark.parametrize(
+    ("written", "why"),
+    [
+        ("2024-13-01", "month must be in 1..12"),
+        ("2024-02-30", "day is out of range for month"),
+        ("2024-05-01T24:00:00Z", "hour must be in 0..23"),
+        ("Fri, 30 Feb 2024 08:00:00 +0800", "day is out of range for month"),
+        ("Fri Feb 30 08:00:00 UTC 2024", "day is out of range for month"),
+    ],
+)
+def test_a_time_of_no_day_or_hour_of_the_calendar_is_refused_saying_so_and_what_to_write(
+    tmp_path, written, why
+):
+    """A time whose month, day or hour no calendar has was refused as ``cannot parse time '2024-02-30': day is
+    out of range for month: 2024-02-30``, the date parser's words, the time twice and nothing of what to
+    write. It is refused naming the time once, what is out of range, and the form to write."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+    with pytest.raises(InputError) as raised:
+        load_corpus(path)
+    message = str(raised.value)
+    assert (
+        f"row 1, field 'published_at': time {written!r} is no day or time of the calendar ({why})" in message
+    )
+    assert message.count(written) == 1 and message.endswith("(2024-05-01T08:00:00+08:00)"), message
