@@ -792,14 +792,16 @@ def _shown_time(value: Any) -> Any:
 def _stored_reason(value: Any) -> str | None:
     """Why a cell that is not text is no time (``None`` for a timestamp, a date or a text): a number, which
     has no unit (seconds? milliseconds?: pandas would read it as nanoseconds after 1970), or what is no
-    time at all (a duration, a time of day without its date, a list of times).
+    time at all (a duration, a time of day without its date, a list of times, ``true``).
 
     >>> _stored_reason(dt.time(8, 0)).split(":")[0], _stored_reason(dt.date(2026, 12, 6)) is None
     ('not a time (got time datetime.time(8, 0))', True)
     """
-    if isinstance(value, (bool, int, float, decimal.Decimal, np.bool_, np.integer, np.floating)):
+    if isinstance(value, (int, float, decimal.Decimal, np.integer, np.floating)) and not isinstance(
+        value, bool
+    ):
         return _number_reason(value)
-    if not isinstance(value, (str, dt.date, np.datetime64)):  # a datetime and a Timestamp are dates too
+    if not isinstance(value, (str, dt.date, np.datetime64)):  # a datetime and a Timestamp are dates too; true
         kind = type(value).__name__
         return f"not a time (got {kind} {value!r:.40}): store a timestamp or a date, or {WRITE_ISO}"
     return None

@@ -1808,3 +1808,13 @@ def test_a_time_of_no_day_or_hour_of_the_calendar_is_refused_saying_so_and_what_
         f"row 1, field 'published_at': time {written!r} is no day or time of the calendar ({why})" in message
     )
     assert message.count(written) == 1 and message.endswith("(2024-05-01T08:00:00+08:00)"), message
+
+
+def test_a_published_at_of_true_is_refused_as_no_time_not_as_a_number(tmp_path):
+    """A JSON ``true`` (or a Parquet boolean) as ``published_at`` was refused as ``a number (True) is not a
+    time (seconds? milliseconds? since when?)``: it is no number to whoever wrote it. It is refused as no
+    time, naming what it is."""
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"id": "a", "title": "Floods", "published_at": true}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"row 1, field 'published_at': not a time \(got bool True\)"):
+        load_corpus(path)
