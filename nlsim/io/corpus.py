@@ -779,14 +779,15 @@ class TimeRead:
 def _shown_time(value: Any) -> Any:
     """``value`` without the format characters that show nothing (Unicode category Cf: a left-to-right mark,
     which Windows and browsers put into a date they format for a right-to-left language, a zero-width
-    space, a byte-order mark) when it is text: the time it shows.
+    space, a byte-order mark), its full-width digits and marks read as ASCII (NFKC: ``08：00``, as a Chinese
+    input method types it, is ``08:00``) when it is text: the time it shows.
 
-    >>> _shown_time("\u200e2026-12-06\u200b"), _shown_time(5)
-    ('2026-12-06', 5)
+    >>> _shown_time("\u200e2026-12-06\u200b"), _shown_time("２０２６－１２－０６ ０８：００"), _shown_time(5)
+    ('2026-12-06', '2026-12-06 08:00', 5)
     """
     if not isinstance(value, str):
         return value
-    return "".join(ch for ch in value if unicodedata.category(ch) != "Cf")
+    return unicodedata.normalize("NFKC", "".join(ch for ch in value if unicodedata.category(ch) != "Cf"))
 
 
 def _stored_reason(value: Any) -> str | None:

@@ -1818,3 +1818,24 @@ def test_a_published_at_of_true_is_refused_as_no_time_not_as_a_number(tmp_path):
     path.write_text('{"id": "a", "title": "Floods", "published_at": true}\n', encoding="utf-8")
     with pytest.raises(InputError, match=r"row 1, field 'published_at': not a time \(got bool True\)"):
         load_corpus(path)
+
+
+@pytest.mark.parametrize(
+    ("written", "utc"),
+    [
+        ("2024年5月1日 08：00", "2024-05-01T00:00:00Z"),  # a full-width colon, as a Chinese IME types it
+        (
+            "２０２４－０５－０１Ｔ０８：００：００＋０８：００",
+            "2024-05-01T00:00:00Z",
+        ),  # full-width throughout
+        ("2024/5/1 ０８:００", "2024-05-01T00:00:00Z"),
+    ],
+)
+def test_a_time_in_full_width_digits_or_marks_is_read_as_written_in_ascii(tmp_path, written, utc):
+    """A Chinese or Japanese input method types digits, colons and signs full width (``08：00``,
+    ``２０２４－０５－０１``): such a time was refused as holding more than a date, a time of day and one
+    offset, or as neither year first nor RFC 2822, though it reads one way only. It is read as the same
+    time written in ASCII (Unicode's compatibility forms, NFKC), on the run's clock when it has no offset."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+    assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [pd.Timestamp(utc)]
