@@ -277,6 +277,21 @@ is 8 hours behind UTC, how the date parser reads it) and the way people write it
 CJK_DATE = re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*[日号號]\s*")
 """A date written year first in Chinese or Japanese (``2024年5月1日 08:00``, as CMS exports in Taiwan, China
 and Japan write it): read as ``2024-5-1 08:00``."""
+CJK_TIME = re.compile(r"(\d{1,2})\s*[時时點点]\s*(\d{1,2})\s*分(?:\s*(\d{1,2})\s*秒)?")
+"""A time of day in hours and minutes (and seconds) as Chinese and Japanese CMS exports write it after such a
+date (``08時30分``, ``8时30分15秒``, ``8點30分``): read as ``08:30``, ``8:30:15``."""
+
+
+def _cjk_clock(rest: str) -> str:
+    """``rest``, what follows a date written 2024年5月1日, with a time of day in hours and minutes
+    (:data:`CJK_TIME`) written with colons.
+
+    >>> _cjk_clock("08時30分 +09:00"), _cjk_clock("8时30分15秒"), _cjk_clock("08:30")
+    ('08:30 +09:00', '8:30:15', '08:30')
+    """
+    return CJK_TIME.sub(lambda m: ":".join(g for g in m.groups() if g is not None), rest)
+
+
 MINGUO_DATE = re.compile(r"(?:中華|中华)?民[國国]\s*(\d{1,3})\s*年")
 """A year of the Minguo (Republic of China) calendar named as one (``民國115年``, as Taiwanese CMS exports
 write it): the year + 1911 (2026), read as a year written in full."""
@@ -610,7 +625,7 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     text = _rfc_uncommented(text)  # "+0800 (CST)": the offset decides, year first as in RFC 2822
     text = NAME_AFTER_OFFSET.sub(r"\1", text)  # "+0800 CST", as Go writes it: the offset decides too
     cjk = CJK_DATE.match(text)
-    ymd = text if cjk is None else "-".join(cjk.groups()) + (" " + text[cjk.end() :]).rstrip()
+    ymd = text if cjk is None else "-".join(cjk.groups()) + (" " + _cjk_clock(text[cjk.end() :])).rstrip()
     if BARE_NUMBER.fullmatch(text):
         return _parse_number_text(text)
     twelve = TWELVE_HOUR.search(text)
