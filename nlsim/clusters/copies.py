@@ -54,14 +54,15 @@ from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.order import order_keys
 from nlsim.io.cells import shown_text, unseen
 
-COPY_KEY_VERSION = 6
+COPY_KEY_VERSION = 7
 """Which definition of :func:`copy_key` grouped the copies, kept in a daily state's identity: a state whose
 copies an earlier one grouped (1: the characters that show nothing kept, a mark between two digits dropped;
 a state written then has none; 2: HTML markup read as written, ``AT&amp;T`` not ``AT&T``, and a minus sign
 not a hyphen; 3: a flash label before a headline part of it, ``【快訊】`` a word of the copy; 4: a tilde and a
 bar symbols, ``颱風來了～`` no copy of ``颱風來了〜``; 5: a wire's dateline, a byline and a source's name
 after a headline part of it, ``新華社北京12月6日電`` and ``- 中央社`` words of the copy, and the groups the
-time window cut one text into each one of a search's k neighbours) is paired again,
+time window cut one text into each one of a search's k neighbours; 6: the first word of a compound read as a
+flash label, ``Flash-flood warning`` a copy of ``Flood warning``) is paired again,
 so that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
@@ -80,12 +81,13 @@ FLASH_LABELS = (
 """The flash labels a desk puts before a wire story's headline (in lower case; read in any), :data:`FLASH`."""
 
 FLASH = re.compile(
-    rf"^\s*(?:[\[【〔(〈《「]\s*(?:{FLASH_LABELS})\s*[\]】〕)〉》」]|(?:{FLASH_LABELS})\s*[/:|\-–—])\s*",
+    rf"^\s*(?:[\[【〔(〈《「]\s*(?:{FLASH_LABELS})\s*[\]】〕)〉》」]|(?P<label>{FLASH_LABELS})(?P<mark>\s*[/:|\-–—]))\s*",
     re.IGNORECASE,
 )
 """A flash label that opens a headline, read after NFKC (``（`` is ``(``, ``／`` is ``/``): in brackets
 (``【快訊】``, ``[Breaking]``, ``（獨家）``) or followed by a slash, a colon, a bar or a dash (``快訊／``,
-``BREAKING:``, ``UPDATE 1-``); not a word that only starts like one (``Breaking Bad``, ``獨家專訪``)."""
+``BREAKING:``, ``UPDATE 1-``); not a word that only starts like one (``Breaking Bad``, ``獨家專訪``), nor
+the first word of a compound (:func:`_flash`: ``Flash-flood``, ``Urgent-care``)."""
 
 WIRE_AGENCIES_ZH = (
     "新華社|新华社|中新社|中新網|中新网|中央社|人民網|人民网|央視網|央视网|國際在線|国际在线"
@@ -233,7 +235,7 @@ def _unlabelled(text: str) -> str:
     """
     rest = text
     while True:
-        opening = FLASH.match(rest) or DATELINE.match(rest) or OPENING_BYLINE.match(rest)
+        opening = _flash(rest) or DATELINE.match(rest) or OPENING_BYLINE.match(rest)
         if opening is not None:
             rest = rest[opening.end() :]
             continue
@@ -248,6 +250,23 @@ def _unlabelled(text: str) -> str:
         for ch in rest
     )
     return rest if shown else text
+
+
+def _flash(text: str) -> re.Match[str] | None:
+    """The flash label that opens ``text`` (:data:`FLASH`), unless it is the first word of a compound: a
+    label written in small letters and ending in one, joined by a hyphen to the letter after it
+    (``Flash-flood``, ``Urgent-care``, ``Exclusive-interview``); a wire's label is in capitals
+    (``FLASH-``, ``EXCLUSIVE-``), numbered (``Update 1-``) or set apart (``Flash - ``, ``Urgent:``).
+
+    >>> _flash("Flash-flood") is None, _flash("FLASH-Flood").group(), _flash("Update 1-Rain").group()
+    (True, 'FLASH-', 'Update 1-')
+    """
+    found = FLASH.match(text)
+    if found is None or found.group("label") is None or found.group("mark") != "-":
+        return found
+    label, after = found.group("label"), text[found.end("mark") : found.end("mark") + 1]
+    compound = label[-1].isalpha() and label != label.upper() and after.isalpha()
+    return None if compound else found
 
 
 def _groups(text: str, last: int, marks: str, at: int) -> bool:

@@ -380,3 +380,18 @@ def test_a_dateline_or_a_byline_takes_no_word_of_the_headline():
     # the datelines and bylines themselves are still no part of the copy
     assert copy_key("新華社北京12月6日電 央行降息") == copy_key("新华社北京12月6日电（记者王小明）央行降息")
     assert copy_key("新華社北京12月6日電：央行降息（記者王小明／北京報導）") == copy_key("央行降息")
+
+
+def test_a_word_joined_to_a_flash_label_by_a_hyphen_is_a_word_of_the_headline():
+    """``Flash-flood``, ``Flash-sale``, ``Urgent-care``, ``Exclusive-interview``: a compound whose first
+    word is a flash label was read as the label and its dash (``FLASH-``, ``UPDATE 1-``), so a flash-flood
+    warning was a copy of a flood warning. The wire's label, in capitals or with a number or a space, still
+    goes."""
+    assert copy_key("Flash-flood warning issued for Taipei") != copy_key("Flood warning issued for Taipei")
+    assert copy_key("Flash-sale draws crowds") != copy_key("Sale draws crowds")
+    assert copy_key("Urgent-care clinic closes") != copy_key("Care clinic closes")
+    assert copy_key("Exclusive-interview with the mayor") != copy_key("interview with the mayor")
+    plain = copy_key("Flood warning issued")
+    for label in ("FLASH-", "URGENT-", "EXCLUSIVE-", "UPDATE 1-", "Update 2-", "Flash - ", "Urgent: "):
+        assert copy_key(f"{label}Flood warning issued") == plain, label
+    assert copy_key("最新-颱風來了") == copy_key("颱風來了")
