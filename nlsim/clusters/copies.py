@@ -158,6 +158,11 @@ CLOSING_MARKS = frozenset("-|/\u2013\u2014\u2015)]】〕")
 """The marks one of which each closing :data:`SOURCE` holds (a separator or a closing bracket): a text
 whose end holds none is not searched."""
 
+MAX_LABELS = 16
+"""The most labels, datelines, bylines and source names taken off one text (a desk sets two or three): a cell
+closed by thousands of them (``x - AP - AP ...``) cost a search and a copy of the text for each one, ten
+seconds for 100,000 characters; the ones after these stay."""
+
 OPENING_BYLINE = re.compile(rf"^\s*{BYLINE}", re.IGNORECASE)
 """A byline (:data:`BYLINE`) that opens a story, after its dateline
 (``新華社北京12月6日電（記者王小明）``)."""
@@ -224,7 +229,7 @@ def _unlabelled(text: str) -> str:
     """``text`` (NFKC) without what a wire or a desk sets around a story's headline, unless nothing but marks
     would be left of it: the flash labels (:data:`FLASH`), the datelines (:data:`DATELINE`) and the bylines
     (:data:`OPENING_BYLINE`) that open it, and the source names and bylines that close it (:data:`SOURCE`),
-    one after another too.
+    one after another too (:data:`MAX_LABELS` at most).
 
     >>> _unlabelled("【快訊】【獨家】颱風"), _unlabelled("快訊/ "), _unlabelled("高雄快訊:停班")
     ('颱風', '快訊/ ', '高雄快訊:停班')
@@ -234,7 +239,7 @@ def _unlabelled(text: str) -> str:
     ('Rain', '- AP')
     """
     rest = text
-    while True:
+    for _ in range(MAX_LABELS):
         opening = _flash(rest) or DATELINE.match(rest) or OPENING_BYLINE.match(rest)
         if opening is not None:
             rest = rest[opening.end() :]
