@@ -62,7 +62,8 @@ not a hyphen; 3: a flash label before a headline part of it, ``【快訊】`` a 
 bar symbols, ``颱風來了～`` no copy of ``颱風來了〜``; 5: a wire's dateline, a byline and a source's name
 after a headline part of it, ``新華社北京12月6日電`` and ``- 中央社`` words of the copy, and the groups the
 time window cut one text into each one of a search's k neighbours; 6: the first word of a compound read as a
-flash label, ``Flash-flood warning`` a copy of ``Flood warning``) is paired again,
+flash label, ``Flash-flood warning`` a copy of ``Flood warning``, and a bracket that tells what befell a
+reporter a byline, ``（記者遭毆打）``) is paired again,
 so that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
@@ -115,12 +116,13 @@ date alone (``12月6日``) nor a place in lower case (``Man bites dog (AP) -``: 
 capitals)."""
 
 BYLINE = (
-    r"[(\[【〔]\s*(?:(?:記者|记者|實習記者|实习记者|特派員|特派员)(?!會|会|節|节|證|证|們|们|站|室|團|团|招待|協會|协会)\s*[/:]?"
+    r"[(\[【〔]\s*(?:(?:記者|记者|實習記者|实习记者|特派員|特派员)(?!會|会|節|节|證|证|們|们|站|室|團|团|招待|協會|协会|遭|被|手記|手记|提問|提问|追問|追问)\s*[/:]?"
     r"|(?:文|撰文|編譯|编译|圖|图|文/圖|文/图)\s*[/:])\s*[^\d()\[\]【】〔〕]{1,24}?\s*[)\]】〕]"
 )
 """A reporter's byline in brackets: ``（記者 王小明）``, ``【記者王小明／台北報導】``, ``（文／王小明）``
 (no figure in it; a bracket that opens with a word that only starts like one, ``(文末有彩蛋)``,
-``（記者會全文）``, is text)."""
+``（記者會全文）``, ``【記者手記】``, or tells what befell a reporter, ``（記者遭毆打）``,
+``（記者被捕）``, is text)."""
 
 SOURCES = (
     "中央社(?: ?cna)?|中央通訊社|中央通讯社|新華社|新华社|新華網"

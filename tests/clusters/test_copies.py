@@ -409,3 +409,16 @@ def test_a_long_text_closed_by_many_source_names_costs_no_more_than_its_length()
         assert time.perf_counter() - started < 2.0, text[:12]
     dressed = "【快訊】新華社北京12月6日電 颱風來了（記者王小明） - 自由時報 - 中央社"
     assert copy_key(dressed) == copy_key("颱風來了")
+
+
+def test_a_bracket_that_tells_what_befell_a_reporter_is_no_byline():
+    """``（記者遭毆打）`` and ``（記者遭搶劫）`` (a reporter beaten, a reporter robbed), ``（記者被捕）``,
+    ``【記者手記】`` (a column) and ``（記者提問全文）`` were read as bylines and dropped: two stories that
+    differ by them alone were exact copies. They are words of the headline; a reporter's name still goes."""
+    story = "颱風夜採訪"
+    assert copy_key(f"{story}（記者遭毆打）") != copy_key(f"{story}（記者遭搶劫）")
+    for bracket in ("（記者遭毆打）", "（記者被捕）", "【記者手記】", "（記者提問全文）", "（記者追問）"):
+        assert copy_key(f"{story}{bracket}") != copy_key(story), bracket
+        assert copy_key(f"{bracket}{story}") != copy_key(story), bracket
+    named = copy_key(f"{story}【記者 李大華／台北報導】")
+    assert copy_key(f"{story}（記者王小明）") == named == copy_key(story)
