@@ -63,7 +63,8 @@ bar symbols, ``颱風來了～`` no copy of ``颱風來了〜``; 5: a wire's dat
 after a headline part of it, ``新華社北京12月6日電`` and ``- 中央社`` words of the copy, and the groups the
 time window cut one text into each one of a search's k neighbours; 6: the first word of a compound read as a
 flash label, ``Flash-flood warning`` a copy of ``Flood warning``, and a bracket that tells what befell a
-reporter a byline, ``（記者遭毆打）``) is paired again,
+reporter a byline, ``（記者遭毆打）``, and some sources' names in Simplified characters words of the copy,
+``- 自由时报电子报``) is paired again,
 so that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
@@ -136,6 +137,8 @@ SOURCES = (
     "|nownews|yahoo ?奇摩新聞|yahoo ?新聞|蘋果日報|苹果日报"
     "|明報|明报|星島日報|星岛日报|香港01|bbc ?中文網?|德國之聲"
     "|美國之音|美国之音|路透社|法新社|美聯社|美联社"
+    "|自由时报电子报|自由财经|udn ?联合新闻网|工商时报|ettoday ?新闻云|tvbs ?新闻网|公视新闻网"
+    "|三立新闻网|民视新闻|镜周刊|镜新闻|nownews ?今日新闻|yahoo ?奇摩新闻|yahoo ?新闻|bbc ?中文网|德国之声"
     "|reuters|associated press|ap|afp|bloomberg|xinhua|cna|focus taiwan|taipei times|bbc news|bbc|cnn"
     "|the guardian|npr|nikkei asia|south china morning post|scmp|kyodo news|yonhap|al jazeera"
     "|the new york times|the washington post|financial times|abc news|nbc news|cbs news|fox news|sky news"

@@ -422,3 +422,16 @@ def test_a_bracket_that_tells_what_befell_a_reporter_is_no_byline():
         assert copy_key(f"{bracket}{story}") != copy_key(story), bracket
     named = copy_key(f"{story}【記者 李大華／台北報導】")
     assert copy_key(f"{story}（記者王小明）") == named == copy_key(story)
+
+
+def test_a_source_name_goes_in_simplified_characters_as_in_traditional():
+    """After ``--convert tw2sp`` a source's name is in Simplified characters: ``- 自由时报电子报``,
+    ``- BBC中文网``, ``- 德国之声`` stayed where ``- 自由時報電子報`` and ``- 中央社`` went, so a copy sent
+    with them was no copy of the one sent without."""
+    story = copy_key("台风山陀儿逼近")
+    for name in (
+        "自由时报电子报", "自由财经", "udn联合新闻网", "工商时报", "ettoday新闻云", "tvbs新闻网",
+        "公视新闻网", "三立新闻网", "民视新闻", "镜周刊", "镜新闻", "nownews今日新闻", "yahoo奇摩新闻",
+        "yahoo新闻", "bbc中文网", "德国之声",
+    ):  # fmt: skip
+        assert copy_key(f"台风山陀儿逼近 - {name}") == story, name
