@@ -81,24 +81,18 @@ class PairScoreCache:
         occurs twice is scored once. ``say_hits``: say how many were cached."""
         known = self.known(tag)
         keys = [pair_key(a, b) for a, b in zip(texts_a, texts_b, strict=True)]
-        first: dict[str, int] = {}
-        for i, k in enumerate(keys):
-            if k not in known:
-                first.setdefault(k, i)
-        missing = sorted(first.values())
+        todo = [i for i, k in enumerate(keys) if k not in known]
         out = np.array([known.get(k, np.nan) for k in keys], dtype=np.float64)
-        if missing:
-            got = np.asarray(
-                score([texts_a[i] for i in missing], [texts_b[i] for i in missing]), dtype=np.float64
-            )
-            for i, s in zip(missing, got, strict=True):
+        if todo:
+            # a pair that occurs twice (either order) is scored once
+            got = each_pair_once([texts_a[i] for i in todo], [texts_b[i] for i in todo], score, ordered=False)
+            for i, s in zip(todo, got, strict=True):
                 known[keys[i]] = float(s)
                 out[i] = s
-            # later occurrences of a missing key (the same pair twice) take the computed score
-            out = np.array([known[k] for k in keys], dtype=np.float64)
             self._save()
         if len(keys) and say_hits:
-            say(f"cross-encoder: {len(keys) - len(missing):,} of {len(keys):,} pairs scored before (cache)")
+            missing = len({keys[i] for i in todo})
+            say(f"cross-encoder: {len(keys) - missing:,} of {len(keys):,} pairs scored before (cache)")
         return out
 
     def lookup(self, texts_a: Sequence[str], texts_b: Sequence[str], tag: str = "") -> np.ndarray:
@@ -132,3 +126,35 @@ class PairScoreCache:
                 f"cross-encoder cache: {self.path} not kept ({why_not_kept(exc)}); the run goes on with "
                 "its scores"
             )
+
+
+def each_pair_once(
+    texts_a: list[str],
+    texts_b: list[str],
+    score: Callable[[list[str], list[str]], np.ndarray],
+    *,
+    ordered: bool,
+) -> np.ndarray:
+    """``score(texts_a, texts_b)`` (float64, a score per pair) with each pair of texts scored once: the copies
+    of a wire story that the time window or an editor's verdict cut into groups of their own (each searched
+    for its neighbours) bring the same two texts again, a pair each, and the cross-encoder read them as
+    often. ``ordered``: ``(x, y)`` and ``(y, x)`` are two pairs (one reading order), else one (a score of
+    both orders).
+
+    >>> calls = []
+    >>> score = lambda x, y: calls.append(len(x)) or np.arange(len(x), dtype=float)
+    >>> each_pair_once(["a", "a", "b", "c"], ["b", "b", "a", "d"], score, ordered=True), calls
+    (array([0., 0., 1., 2.]), [3])
+    >>> each_pair_once(["a", "a", "b"], ["b", "b", "a"], score, ordered=False)
+    array([0., 0., 0.])
+    """
+    keys = [(x, y) if ordered or x <= y else (y, x) for x, y in zip(texts_a, texts_b, strict=True)]
+    first: dict[tuple[str, str], int] = {}
+    for i, key in enumerate(keys):
+        first.setdefault(key, i)
+    if len(first) == len(keys):
+        return np.asarray(score(texts_a, texts_b), dtype=np.float64)
+    rows = list(first.values())
+    got = np.asarray(score([texts_a[i] for i in rows], [texts_b[i] for i in rows]), dtype=np.float64)
+    at = {key: n for n, key in enumerate(first)}
+    return got[[at[key] for key in keys]]

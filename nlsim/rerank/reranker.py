@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,7 +54,7 @@ from nlsim.io.atomic import atomic_write_text
 from nlsim.io.manifest import check_files, read_manifest
 from nlsim.io.model_cache import known_sha256
 from nlsim.io.records import field_problems
-from nlsim.rerank.cache import PairScoreCache
+from nlsim.rerank.cache import PairScoreCache, each_pair_once
 from nlsim.rerank.cross_encoder import CrossEncoder
 from nlsim.rerank.story import StoryModel
 from nlsim.rerank.target import cross_encoder_inference
@@ -339,38 +339,6 @@ def load_reranker(model_dir: str | Path | None, threads: int | None = None) -> R
         )
     reranker.cross_encoder = CrossEncoder.load(folder, threads=threads)
     return reranker
-
-
-def each_pair_once(
-    texts_a: list[str],
-    texts_b: list[str],
-    score: Callable[[list[str], list[str]], np.ndarray],
-    *,
-    ordered: bool,
-) -> np.ndarray:
-    """``score(texts_a, texts_b)`` (float64, a score per pair) with each pair of texts scored once: the copies
-    of a wire story that the time window or an editor's verdict cut into groups of their own (each searched
-    for its neighbours) bring the same two texts again, a pair each, and the cross-encoder read them as
-    often. ``ordered``: ``(x, y)`` and ``(y, x)`` are two pairs (one reading order), else one (a score of
-    both orders).
-
-    >>> calls = []
-    >>> score = lambda x, y: calls.append(len(x)) or np.arange(len(x), dtype=float)
-    >>> each_pair_once(["a", "a", "b", "c"], ["b", "b", "a", "d"], score, ordered=True), calls
-    (array([0., 0., 1., 2.]), [3])
-    >>> each_pair_once(["a", "a", "b"], ["b", "b", "a"], score, ordered=False)
-    array([0., 0., 0.])
-    """
-    keys = [(x, y) if ordered or x <= y else (y, x) for x, y in zip(texts_a, texts_b, strict=True)]
-    first: dict[tuple[str, str], int] = {}
-    for i, key in enumerate(keys):
-        first.setdefault(key, i)
-    if len(first) == len(keys):
-        return np.asarray(score(texts_a, texts_b), dtype=np.float64)
-    rows = list(first.values())
-    got = np.asarray(score([texts_a[i] for i in rows], [texts_b[i] for i in rows]), dtype=np.float64)
-    at = {key: n for n, key in enumerate(first)}
-    return got[[at[key] for key in keys]]
 
 
 def rerank_pairs(
