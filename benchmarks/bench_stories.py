@@ -13,7 +13,9 @@ on the same scored pairs, the two levels a report can have:
 - **the editors' verdicts**, as the training pairs would give them (every training pair of the pair file a
   verdict: same story joins, any lower level keeps apart): each story variant again with them, parting a
   group along the weakest links (``+train-order``, today's) or by a minimum cut of the scores
-  (``+train-min-cut``, :mod:`nlsim.clusters.cuts`); ``--no-verdicts`` leaves them out;
+  (``+train-min-cut``, :mod:`nlsim.clusters.cuts`), or by a minimum cut inside the clusters of 5 or more
+  items only, the smaller ones kept as the rule made them (``+train-large-min-cut``); ``--no-verdicts``
+  leaves them out;
 - **topics** around each story variant: the stories (kept whole) and single items linked at the topic
   threshold, gathered by a topic rule (``components`` or the support rule at a share, ``--topic-shares``):
   how many judged pairs fall inside topic groups and the share of them the editors scored at the 0.75 level
@@ -58,6 +60,7 @@ from bench_cluster_rule import read_scores, stratified_folds
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from nlsim.clusters.constraints import LinkConstraints  # noqa: E402
+from nlsim.clusters.cuts import CUTS, min_cut_apart  # noqa: E402
 from nlsim.clusters.rules import (  # noqa: E402
     DEFAULT_LARGE,
     DEFAULT_LARGE_MARGIN,
@@ -72,6 +75,8 @@ from nlsim.evaluation.levels import SAME_STORY as STORY  # noqa: E402
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
 CORPUS = ROOT / "data" / "thucnews.parquet"
 CACHE = RESULTS / "cache" / "stories"
+LARGE_CUT = "large-min-cut"
+"""The verdicts cut inside large clusters only (:func:`large_cut`)."""
 BANDS = {"2": (2, 2), "3-4": (3, 4), "5-9": (5, 9), "10+": (10, 10**9), "5+": (5, 10**9), "3+": (3, 10**9)}
 
 
@@ -242,6 +247,23 @@ def judge_topics(topics: list[list[str]], val: pd.DataFrame) -> dict[str, Any]:
     }
 
 
+def large_cut(
+    stories: list[list[str]], links: list[Link], verdicts: LinkConstraints | None
+) -> list[list[str]]:
+    """``stories`` with the verdicts acting inside the clusters of :data:`DEFAULT_LARGE` items or more
+    only, each parted by minimum cuts (:func:`nlsim.clusters.cuts.min_cut_apart`); smaller clusters are
+    kept as the rule made them. The training pairs' "not the same story" where the large clusters join
+    an exam year's, a saga's or a product's other events, without cutting the chains of small stories."""
+    if not verdicts:
+        return stories
+    small = [g for g in stories if len(g) < DEFAULT_LARGE]
+    large = [g for g in stories if len(g) >= DEFAULT_LARGE]
+    inside = {m for g in large for m in g}
+    kept = verdicts.restricted_to(inside)
+    parted = min_cut_apart(large, links, kept.cannot_link, kept.must_link)
+    return sorted(small + parted, key=lambda g: g[0])
+
+
 def measure(
     model: Model,
     wide: pd.DataFrame,
@@ -260,9 +282,12 @@ def measure(
     for name, rule in story_rules(large, model.threshold).items():
         variants.append((name, rule, None, "order"))
         if verdicts is not None:
-            variants += [(f"{name}+train-{cut}", rule, verdicts, cut) for cut in ("order", "min-cut")]
+            variants += [(f"{name}+train-{cut}", rule, verdicts, cut) for cut in (*CUTS, LARGE_CUT)]
     for name, rule, constraints, cut in variants:
-        stories = rule.clusters(story_links, constraints, cut=cut)
+        if cut == LARGE_CUT:
+            stories = large_cut(rule.clusters(story_links), story_links, constraints)
+        else:
+            stories = rule.clusters(story_links, constraints, cut=cut)
         kept[name] = stories
         row = {"story_rule": name, **judge(stories, val)}
         for margin in margins:

@@ -1710,3 +1710,71 @@ def test_the_last_day_run_again_with_an_item_too_old_for_the_window_gives_its_re
     assert again.replayed and again.run_id == r2.run_id, again.stats.messages
     assert (out / "latest").resolve() == r2.report_dir.resolve() and len(again.clusters) == 2
     assert manifest_path.read_bytes() == committed
+
+
+def _saga_corpus() -> pd.DataFrame:
+    """Two stories of one saga under :class:`HashEncoder` at 0.7: s1-s3 (cosine 0.8 with each other) and
+    t1-t3 (0.83), joined by b1 (0.73 to each s, 0.83 to each t) into one chain of seven items under the
+    components rule; s and t share too few words to link. Day 2 brings an unrelated item."""
+    s = ["alpha beta gamma delta " + w for w in ("one", "two", "three")]
+    t = ["alpha beta gamma epsilon zeta " + w for w in ("four", "five", "six")]
+    rows = [(f"s{n + 1}", x, 1, n) for n, x in enumerate(s)] + [
+        (f"t{n + 1}", x, 1, 4 + n) for n, x in enumerate(t)
+    ]
+    rows += [("b1", "alpha beta gamma delta epsilon zeta", 1, 8), ("u1", "omicron pi rho sigma", 2, 1)]
+    return pd.DataFrame(
+        {
+            "id": [r[0] for r in rows],
+            "title": [r[1] for r in rows],
+            "description": [""] * len(rows),
+            "source": ["wire"] * len(rows),
+            "published_at": [T + pd.Timedelta(days=r[2] - 1, hours=r[3]) for r in rows],
+        }
+    )
+
+
+@pytest.mark.slow
+def test_a_training_pair_scored_below_the_same_story_parts_a_large_cluster_on_later_days_too(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The annotators scored s1/t1 "same topic, another event" (0.75, a training pair). With
+    ``--scored-pairs-cut large`` the seven-item chain is parted at its cheapest links (b1's to the s
+    story); without it, one cluster. Day 2 does not name the pair file: the state kept the pair's score,
+    and the clusters stay parted; the page's preview is given the pair (its id, never its score)."""
+    from nlsim.io.editor_file import pair_id
+
+    corpus = _saga_corpus()
+    title = dict(zip(corpus["id"], corpus["title"], strict=True))
+    pairs = tmp_path / "pairs.tsv"
+    pd.DataFrame(
+        {"id_a": ["s1"], "id_b": ["t1"], "text_a": [title["s1"]], "text_b": [title["t1"]], "score": [0.75],
+         "split": ["train"]}
+    ).to_csv(pairs, sep="\t", index=False)  # fmt: skip
+    whole = tmp_path / "in" / "all.parquet"
+    whole.parent.mkdir(parents=True)
+    corpus.to_parquet(whole, index=False)
+    enc = HashEncoder()
+    plain = run_dedup(_config(whole, tmp_path / "plain", annotated_pairs=str(pairs)), encoder=enc)
+    got = batch_assignment(plain.clusters)
+    assert len({got[i] for i in ("s1", "s2", "s3", "b1", "t1", "t2", "t3")}) == 1  # the default: no cut
+    with caplog.at_level(logging.INFO, logger="nlsim"):
+        cut = run_dedup(
+            _config(whole, tmp_path / "cut", annotated_pairs=str(pairs), scored_pairs_cut="large"),
+            encoder=enc,
+        )
+    parted = batch_assignment(cut.clusters)
+    assert parted["s1"] == parted["s2"] == parted["s3"] != parted["b1"]
+    assert parted["b1"] == parted["t1"] == parted["t2"] == parted["t3"]
+    e = cut.stats.editors
+    assert e is not None and e.training_apart_ids == [pair_id("s1", "t1")]
+    assert "parted 1 cluster(s) of 5 items or more" in caplog.text
+
+    days = split_days(corpus, tmp_path / "days", ["2024-01-02"])
+    state, base = tmp_path / "state", _config(days[0], tmp_path / "out", scored_pairs_cut="large")
+    run_daily(base.with_(annotated_pairs=str(pairs)), state, encoder=enc)
+    two = run_daily(base.with_(corpus=str(days[1])), state, encoder=enc)  # no --annotated-pairs
+    day2 = state_assignment(state)
+    assert day2["s1"] == day2["s2"] != day2["t1"] == day2["b1"]
+    assert len(set(day2.values())) == 2
+    e2 = two.stats.editors
+    assert e2 is not None and e2.training_apart_ids == [pair_id("s1", "t1")]
