@@ -110,7 +110,6 @@ class DedupConfig(Configuration):
             "representative": self.clustering.representative,
             "cluster_rule": self.clustering.describe(),  # the rule, its share and what a large cluster needs
             "cluster_cut": self.clustering.cut,
-            "scored_pairs_cut": self.clustering.scored_cut,
             "topic_rule": self.clustering.topic_rule,
             "topic_support": self.clustering.topic_support,
             "near_misses": self.report.near_misses,

@@ -40,7 +40,6 @@ import pandas as pd
 from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.verdicts import Verdict, Verdicts, check_store, earlier_paths, from_frame, store_path
 from nlsim.errors import StateError
-from nlsim.evaluation.levels import SAME_STORY
 from nlsim.io.editor_file import pair_id
 from nlsim.io.pairs import item_id, load_pairs
 from nlsim.progress import say
@@ -60,9 +59,6 @@ class EditorsInput:
         source: where the verdicts came from (the store, the state), for the run record.
         text_changed: the verdicts (``pair_key``) given on another text than one of their items carries now
             (:meth:`checked_texts`): never constraints, until an editor decides on the new text.
-        training_apart, training_story: of the training pairs, those the pair file scores below the
-            same-story level and those it scores the same story (``pair_key``): what
-            :meth:`scored_constraints` reads inside large story clusters (:mod:`nlsim.clusters.scored_cut`).
     """
 
     verdicts: Verdicts = field(default_factory=Verdicts)
@@ -71,8 +67,6 @@ class EditorsInput:
     source: str = ""
     text_changed: frozenset[tuple[str, str]] = frozenset()
     training: frozenset[tuple[str, str]] = frozenset()
-    training_apart: frozenset[tuple[str, str]] = frozenset()
-    training_story: frozenset[tuple[str, str]] = frozenset()
 
     def scored_ids(self, shown: Iterable[str], among: Iterable[tuple[str, str]] | None = None) -> list[str]:
         """The pair ids (:func:`nlsim.io.editor_file.pair_id`) of the scored pairs (``among`` them: of one
@@ -101,22 +95,6 @@ class EditorsInput:
             cannot_link=frozenset(p for p in c.cannot_link if p not in off),
         )
 
-    def scored_constraints(self) -> LinkConstraints:
-        """The training pairs' scores as must-links (the same story) and cannot-links (below it), the pairs
-        a verdict decides left out (the editor's decision is the newer one: it acts as a verdict).
-
-        >>> from nlsim.clusters.verdicts import Verdict
-        >>> e = EditorsInput(Verdicts.from_records([Verdict("a", "b", 1.0)]),
-        ...                  training_apart=frozenset({("a", "b"), ("c", "d")}))
-        >>> e.scored_constraints().cannot_link
-        frozenset({('c', 'd')})
-        """
-        decided = {v.key for v in self.verdicts.records}
-        return LinkConstraints(
-            must_link=frozenset(self.training_story - decided),
-            cannot_link=frozenset(self.training_apart - decided),
-        )
-
     def checked_texts(self, texts: Mapping[str, str]) -> EditorsInput:
         """These verdicts with those given on another text than an item of theirs carries in ``texts`` (item
         id to the text the page shows, its title) set apart: an old "not the same story" must not keep two
@@ -141,44 +119,27 @@ kept before lacks it): each pair's kind of split, :data:`TRAINING` (a training p
 editor's overrule), :data:`HELD_OUT` (validation or test: never marked) or empty (not known)."""
 TRAINING = "train"
 HELD_OUT = "held-out"
-SCORED_STORY = "story"
-"""The column after :data:`SCORED_KIND` (a state kept before lacks it): of a training pair, whether the pair
-file scores it the same story (:data:`STORY`) or below (:data:`APART`); empty for the others. A later run
-that does not name the pair file parts large clusters as the run that did
-(:mod:`nlsim.clusters.scored_cut`)."""
-STORY = "yes"
-APART = "no"
 
 
 def scored_frame(
     scored: Iterable[tuple[str, str]],
     training: Iterable[tuple[str, str]] = (),
     held_out: Iterable[tuple[str, str]] = (),
-    apart: Iterable[tuple[str, str]] = (),
-    story: Iterable[tuple[str, str]] = (),
 ) -> pd.DataFrame | None:
     """The scored pairs as the table a daily state keeps (``None`` for none), with the kind of split of
     those among ``training`` and ``held_out`` (:data:`SCORED_KIND`), so that a later run that does not name
-    the pair file still knows which of them an editor may overrule and which are held out, and of the
-    training pairs among ``apart`` and ``story`` whether the file scores them the same story
-    (:data:`SCORED_STORY`).
+    the pair file still knows which of them an editor may overrule and which are held out.
 
-    >>> scored_frame({("b", "c"), ("a", "b")}, training={("b", "c")}, apart={("b", "c")}).values.tolist()
-    [['a', 'b', '', ''], ['b', 'c', 'train', 'no']]
+    >>> scored_frame({("b", "c"), ("a", "b")}, training={("b", "c")}).values.tolist()
+    [['a', 'b', ''], ['b', 'c', 'train']]
     """
     rows = sorted(scored)
     if not rows:
         return None
     train, held = frozenset(training), frozenset(held_out)
-    below, same = frozenset(apart), frozenset(story)
     kinds = [HELD_OUT if key in held else TRAINING if key in train else "" for key in rows]
-    levels = [
-        "" if kind != TRAINING else APART if key in below else STORY if key in same else ""
-        for key, kind in zip(rows, kinds, strict=True)
-    ]
     frame = pd.DataFrame(rows, columns=list(SCORED_COLUMNS), dtype=str)
-    added = {SCORED_KIND: pd.Series(kinds, dtype=str), SCORED_STORY: pd.Series(levels, dtype=str)}
-    return frame.assign(**added)
+    return frame.assign(**{SCORED_KIND: pd.Series(kinds, dtype=str)})
 
 
 def editors_fingerprint(annotated_pairs: str | Path | None) -> str | None:
@@ -193,32 +154,6 @@ def editors_fingerprint(annotated_pairs: str | Path | None) -> str | None:
     return h.hexdigest()
 
 
-def _kept_scored(kept_scored: pd.DataFrame | None) -> dict[str, frozenset[tuple[str, str]]]:
-    """A daily state's scored pairs (``""``: every one), of them the training pairs (:data:`TRAINING`),
-    the held-out ones (:data:`HELD_OUT`), and of the training pairs those scored below the same story
-    (:data:`APART`) and at it (:data:`STORY`), as far as the state kept them (:func:`scored_frame`)."""
-    out: dict[str, frozenset[tuple[str, str]]] = {
-        k: frozenset() for k in ("", TRAINING, HELD_OUT, APART, STORY)
-    }
-    if kept_scored is None or not len(kept_scored):
-        return out
-    known_columns = (
-        list(SCORED_COLUMNS),
-        [*SCORED_COLUMNS, SCORED_KIND],
-        [*SCORED_COLUMNS, SCORED_KIND, SCORED_STORY],
-    )
-    if list(kept_scored.columns) not in known_columns:
-        raise StateError(f"the state's scored pairs have columns {list(kept_scored.columns)}")
-    keys = [pair_key(str(a), str(b)) for a, b in zip(kept_scored["id_a"], kept_scored["id_b"], strict=True)]
-    out[""] = frozenset(keys)
-    for column, values in ((SCORED_KIND, (TRAINING, HELD_OUT)), (SCORED_STORY, (APART, STORY))):
-        if column in kept_scored.columns:
-            marks = kept_scored[column].astype(str).tolist()
-            for value in values:
-                out[value] = frozenset(k for k, mark in zip(keys, marks, strict=True) if mark == value)
-    return out
-
-
 def read_editors(
     annotated_pairs: str | Path | None, kept: pd.DataFrame | None, kept_scored: pd.DataFrame | None = None
 ) -> EditorsInput:
@@ -231,14 +166,22 @@ def read_editors(
     if kept is not None and len(kept):
         verdicts = from_frame(kept, "the state's verdicts")
         sources.append("the state")
-    kept_pairs = _kept_scored(kept_scored)
-    scored = frozenset(kept_pairs[""])
-    kept_training, kept_held = kept_pairs[TRAINING], kept_pairs[HELD_OUT]
-    kept_apart, kept_story = kept_pairs[APART], kept_pairs[STORY]
+    scored: frozenset[tuple[str, str]] = frozenset()
+    kept_training: frozenset[tuple[str, str]] = frozenset()
+    kept_held: frozenset[tuple[str, str]] = frozenset()
+    if kept_scored is not None and len(kept_scored):
+        if list(kept_scored.columns) not in (list(SCORED_COLUMNS), [*SCORED_COLUMNS, SCORED_KIND]):
+            raise StateError(f"the state's scored pairs have columns {list(kept_scored.columns)}")
+        keys = [
+            pair_key(str(a), str(b)) for a, b in zip(kept_scored["id_a"], kept_scored["id_b"], strict=True)
+        ]
+        scored = frozenset(keys)
+        if SCORED_KIND in kept_scored.columns:
+            kinds = kept_scored[SCORED_KIND].astype(str).tolist()
+            kept_training = frozenset(k for k, kind in zip(keys, kinds, strict=True) if kind == TRAINING)
+            kept_held = frozenset(k for k, kind in zip(keys, kinds, strict=True) if kind == HELD_OUT)
     held: frozenset[tuple[str, str]] = frozenset()
     training: frozenset[tuple[str, str]] = frozenset()
-    apart: frozenset[tuple[str, str]] = frozenset()
-    story: frozenset[tuple[str, str]] = frozenset()
     if annotated_pairs:
         pairs = load_pairs(annotated_pairs)
         if "id_a" in pairs.columns and "id_b" in pairs.columns:
@@ -256,10 +199,6 @@ def read_editors(
                 for (a, b), good, s in zip(ids, ok, split, strict=True)
                 if good and s == "train"
             )
-            scores = pd.to_numeric(pairs["score"], errors="coerce").tolist()
-            levels = {pair_key(a, b): sc for (a, b), good, sc in zip(ids, ok, scores, strict=True) if good}
-            apart = frozenset(k for k in training if levels[k] < SAME_STORY)
-            story = frozenset(k for k in training if levels[k] >= SAME_STORY)
         check = check_store(annotated_pairs, pairs)
         check.refuse_damaged()
         for line in check.notes():
@@ -270,17 +209,7 @@ def read_editors(
     known = held | training  # the pair file names a pair's split: it goes before what the state kept
     held |= kept_held - known
     training |= kept_training - known
-    apart |= kept_apart - known
-    story |= kept_story - known
     scored |= frozenset(v.key for v in verdicts.records)
     held |= frozenset(v.key for v in verdicts.records if v.split in ("validation", "test"))
     training |= frozenset(v.key for v in verdicts.records if v.split == "train") - held
-    return EditorsInput(
-        verdicts,
-        scored,
-        held,
-        " and ".join(sources),
-        training=training,
-        training_apart=apart & training,
-        training_story=story & training,
-    )
+    return EditorsInput(verdicts, scored, held, " and ".join(sources), training=training)

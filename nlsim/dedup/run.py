@@ -33,8 +33,6 @@ from typing import Any
 
 import pandas as pd
 
-from nlsim.clusters.constraints import LinkConstraints
-from nlsim.clusters.scored_cut import cut_size
 from nlsim.dedup import stages
 from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.editors import EditorsInput
@@ -388,7 +386,7 @@ def _analyse(
         settings.report.near_misses,
         search.unread,
     )
-    chosen = _editors_record(clustering, missed, editors, cut_size(settings.clustering.scored_cut))
+    chosen = _editors_record(clustering, missed, editors)
     if chosen is not None:
         _say_editors(step.log, chosen)
     judged = None
@@ -444,22 +442,18 @@ def _state_lock(
 
 
 def _editors_record(
-    clustering: stages.Clustering, missed: pd.DataFrame, editors: EditorsInput, scored_cut: int | None = None
+    clustering: stages.Clustering, missed: pd.DataFrame, editors: EditorsInput
 ) -> EditorsRecord | None:
     """What the editors' verdicts did (``None``: the run had none and no scored pair), with the scored
-    pairs whose two items the report shows: the page's review queue skips them; with a ``scored_cut``
-    (:mod:`nlsim.clusters.scored_cut`), the training pairs its preview parts large clusters by."""
+    pairs whose two items the report shows: the page's review queue skips them."""
     if clustering.editors is None:
         return None
     shown = stages.report_frame(clustering, missed)["id"].astype(str)
-    scored = editors.scored_constraints() if scored_cut is not None else LinkConstraints()
     return replace(
         clustering.editors,
         scored_ids=editors.scored_ids(shown),
         training_ids=editors.scored_ids(shown, editors.training),
         held_out_ids=editors.scored_ids(shown, editors.held_out),
-        training_apart_ids=editors.scored_ids(shown, scored.cannot_link),
-        training_story_ids=editors.scored_ids(shown, scored.must_link),
     )
 
 
@@ -541,11 +535,7 @@ def run_record(
         retention_days=settings.state.retention_days if settings.daily else None,
         window_hours=settings.search.window_hours,
         cluster_rule=settings.clustering.describe(),
-        story_rule=StoryRule.of(
-            settings.clustering.story_rule(model.levels.story),
-            settings.clustering.cut,
-            cut_size(settings.clustering.scored_cut),
-        ),
+        story_rule=StoryRule.of(settings.clustering.story_rule(model.levels.story), settings.clustering.cut),
         timezone=settings.input.timezone,
         as_of=None if window.as_of is None else window.as_of.isoformat(),
         input_key=window.input_key,

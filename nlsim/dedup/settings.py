@@ -42,7 +42,6 @@ from nlsim.clusters.rules import (
     ClusterRule,
     rule_named,
 )
-from nlsim.clusters.scored_cut import DEFAULT_SCORED_CUT, ScoredCut
 from nlsim.clusters.topics import DEFAULT_TOPIC_RULE, DEFAULT_TOPIC_SUPPORT
 from nlsim.errors import ConfigError
 from nlsim.io.corpus_schema import (  # noqa: F401 - FUTURE_TOLERANCE_DAYS re-exported
@@ -346,17 +345,6 @@ class ClusteringSettings:
         name="cluster_cut",
     )
     """How an editor's "not the same story" parts a cluster (:mod:`nlsim.clusters.cuts`)."""
-    scored_cut: ScoredCut = option(
-        DEFAULT_SCORED_CUT,
-        help="where the annotated pair file's training pairs scored below the same-story level part the "
-        "story clusters holding them, by minimum cuts of their links: 'large' (clusters of 5 items or more, "
-        "where a topic's other events join), 'all' (every cluster) or 'none'; they act with "
-        "--annotated-pairs (a daily state keeps them for later runs); an editor's verdict on a pair goes "
-        "before its score (nlsim/clusters/scored_cut.py)",
-        name="scored_pairs_cut",
-    )
-    """Where the training pairs' "not the same story" parts story clusters
-    (:mod:`nlsim.clusters.scored_cut`)."""
     topic_rule: ClusterRuleName = option(
         DEFAULT_TOPIC_RULE,
         help="which stories and items make one topic group: 'support' or 'components'",

@@ -38,7 +38,6 @@ from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.copies import COPY_KEY_VERSION, contract, find_copies
 from nlsim.clusters.order import order_keys
 from nlsim.clusters.rules import ClusterRule, Link, links_of
-from nlsim.clusters.scored_cut import ScoredCut, cut_size, part_large
 from nlsim.clusters.table import cluster_table, topic_table
 from nlsim.clusters.topics import TopicUpdate, assign_topics, topic_constraints, topic_groups
 from nlsim.clusters.verdicts import Verdict, Verdicts
@@ -132,10 +131,6 @@ class Clustering:
     """Of the scored pairs, the training ones (a later run's page offers an overrule), kept with them."""
     held_out: frozenset[tuple[str, str]] = frozenset()
     """Of the scored pairs, the validation and test ones (never marked in a later page), kept with them."""
-    training_apart: frozenset[tuple[str, str]] = frozenset()
-    training_story: frozenset[tuple[str, str]] = frozenset()
-    """Of the training pairs, those scored below the same-story level and those scored the same story, kept
-    with them (a later run parts large clusters as this one did, :mod:`nlsim.clusters.scored_cut`)."""
 
 
 # --- load ---------------------------------------------------------------------------------------------
@@ -829,7 +824,7 @@ def cluster(
     known = editors.constraints().restricted_to(ids.tolist())
     same = window.copies.rep_of() if window.copies is not None else {}
     grouped = grouped_by_rule(opts.story_rule(levels.story), links, known, same, opts.cut)
-    groups = scored_parted(grouped.groups, links, editors, known, same, opts.scored_cut)
+    groups = grouped.groups
     upd = assign_groups(
         window.previous,
         window.anchors,
@@ -877,37 +872,7 @@ def cluster(
         topic_table(items, topic.assignment, upd.assignment),
         training=editors.training,
         held_out=editors.held_out,
-        training_apart=editors.training_apart,
-        training_story=editors.training_story,
     )
-
-
-def scored_parted(
-    groups: Sequence[Sequence[str]],
-    links: Sequence[Link],
-    editors: EditorsInput,
-    known: LinkConstraints,
-    same: Mapping[str, str],
-    where: ScoredCut,
-) -> Sequence[Sequence[str]]:
-    """``groups`` (the rule's, with the editors' verdicts ``known`` among the window's items) parted where
-    the training pairs scored below the same-story level say so (:func:`nlsim.clusters.scored_cut.part_large`,
-    in the clusters ``where`` names); a training pair scored the same story and an editor's same-story
-    verdict cost the most to cut, and a pair a verdict decides is read as the verdict. The run says how
-    many clusters were parted."""
-    size = cut_size(where)
-    scored = editors.scored_constraints()
-    if size is None or not scored.cannot_link:
-        return groups
-    parted = part_large(groups, links, scored.cannot_link, scored.must_link | known.must_link, same, size)
-    after = {m: n for n, g in enumerate(parted) for m in g}
-    split = sum(1 for g in groups if len(g) >= size and len({after.get(m) for m in g}) > 1)
-    if split:
-        say(
-            f"the annotated training pairs scored below the same story parted {split} cluster(s) of "
-            f"{size} items or more (--scored-pairs-cut {where})"
-        )
-    return parted
 
 
 def with_carried(upd: ClusterUpdate, carried: pd.DataFrame | None) -> ClusterUpdate:
@@ -1348,13 +1313,7 @@ def editors_tables(clustering: Clustering) -> tuple[pd.DataFrame | None, pd.Data
     """The editors' verdicts and scored pairs (with their kind of split) as a daily state keeps them, what
     :func:`commit` writes (``None`` for a table without a row)."""
     verdicts = clustering.verdicts.frame() if len(clustering.verdicts) else None
-    return verdicts, scored_frame(
-        clustering.scored,
-        clustering.training,
-        clustering.held_out,
-        clustering.training_apart,
-        clustering.training_story,
-    )
+    return verdicts, scored_frame(clustering.scored, clustering.training, clustering.held_out)
 
 
 def editors(opts: ClusteringSettings, window: Window) -> EditorsInput:

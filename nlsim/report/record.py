@@ -271,12 +271,9 @@ class StoryRule:
             (``None`` for the components rule, or a condition not set).
         cut: how an editor's "not the same story" parts a group (``order``, ``min-cut``:
             :mod:`nlsim.clusters.cuts`).
-        scored_cut: the clusters of this many items or more that the training pairs scored below the
-            same-story level part (:mod:`nlsim.clusters.scored_cut`; ``None``: none).
 
-    >>> rule = StoryRule.of(SharedSupport(min_share=0.4, large=5, large_floor=0.94), "order", 5)
-    >>> rule.name, rule.min_share, rule.large, rule.large_floor, rule.cut, rule.scored_cut
-    ('support', 0.4, 5, 0.94, 'order', 5)
+    >>> StoryRule.of(SharedSupport(min_share=0.4, large=5, large_floor=0.94), "order")
+    StoryRule(name='support', min_share=0.4, large=5, large_share=None, large_floor=0.94, cut='order')
     """
 
     name: str
@@ -285,15 +282,14 @@ class StoryRule:
     large_share: float | None = None
     large_floor: float | None = None
     cut: str = "order"
-    scored_cut: int | None = None
 
     @classmethod
-    def of(cls, rule: ClusterRule, cut: str, scored_cut: int | None = None) -> StoryRule:
-        """The record of ``rule``, ``cut`` and ``scored_cut``."""
+    def of(cls, rule: ClusterRule, cut: str) -> StoryRule:
+        """The record of ``rule`` and ``cut``."""
         if isinstance(rule, SharedSupport):
             floor = None if rule.large_floor is None else round(float(rule.large_floor), 6)
-            return cls(rule.name, rule.min_share, rule.large, rule.large_share, floor, cut, scored_cut)
-        return cls(rule.name, cut=cut, scored_cut=scored_cut)
+            return cls(rule.name, rule.min_share, rule.large, rule.large_share, floor, cut)
+        return cls(rule.name, cut=cut)
 
 
 @dataclass(frozen=True)
@@ -316,9 +312,6 @@ class EditorsRecord:
         training_ids, held_out_ids: of them, those of the training split (an editor's mark on one overrules
             its score) and those of the validation and test splits (they judge the report: never marked);
             a scored pair of neither is one whose split the run does not know (a daily state's record).
-        training_apart_ids, training_story_ids: of the training pairs no verdict decides, those scored
-            below the same-story level and those scored the same story: what the page's preview reads
-            to part large clusters as the report does (:mod:`nlsim.clusters.scored_cut`; never shown).
         text_changed: ``[id_a, id_b]`` of the training verdicts that did not act: an item of theirs carries
             another text now than the one the verdict was given on.
         cluster_changes: what each acting verdict changed in the clusters (:class:`ClusterChange`: the pairs
@@ -344,8 +337,6 @@ class EditorsRecord:
     text_changed: list[list[str]] = field(default_factory=list)
     training_ids: list[str] = field(default_factory=list)
     held_out_ids: list[str] = field(default_factory=list)
-    training_apart_ids: list[str] = field(default_factory=list)
-    training_story_ids: list[str] = field(default_factory=list)
     cluster_changes: list[ClusterChange] = field(default_factory=list)
     annotators_overruled: int = 0
     notes: list[list[str]] = field(default_factory=list)

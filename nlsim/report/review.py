@@ -156,16 +156,12 @@ def editors_data(
     of the pairs already scored (``scored``: the review queue leaves them out; ids only, never their
     scores), of them the training pairs (``training``: an editor may still mark one, the mark overrules
     its score) and the validation and test pairs (``heldOut``: held out to measure the model, never
-    marked), of the training pairs no verdict decides those scored below the same-story level and those
-    scored the same story (``trainingApart``, ``trainingStory``: the preview parts large clusters by them
-    as the report does, :mod:`nlsim.clusters.scored_cut`; empty unless the run parts by them), and the
-    editors' decisions in this report (``decisions``: objects of ``a`` and ``b``, indexes
+    marked), and the editors' decisions in this report (``decisions``: objects of ``a`` and ``b``, indexes
     into the page's items, and the verdict's ``score``, for the items the page shows; a same-story verdict
     another verdict overruled carries ``overruled``: its items are not joined; one with an editor's note
     carries it whole, ``notes``)."""
     if editors is None:
-        kinds = ("scored", "training", "heldOut", "trainingApart", "trainingStory", "decisions")
-        return {kind: [] for kind in kinds}
+        return {"scored": [], "training": [], "heldOut": [], "decisions": []}
 
     notes = {frozenset((str(a), str(b))): str(note) for a, b, note in editors.notes}
 
@@ -185,8 +181,6 @@ def editors_data(
         "scored": list(editors.scored_ids),
         "training": list(editors.training_ids),
         "heldOut": list(editors.held_out_ids),
-        "trainingApart": list(editors.training_apart_ids),
-        "trainingStory": list(editors.training_story_ids),
         "decisions": decisions,
     }
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,6 @@ import pytest
 
 from nlsim.clusters.constraints import LinkConstraints
 from nlsim.clusters.rules import ClusterRule, ConnectedComponents, Link, SharedSupport
-from nlsim.clusters.scored_cut import part_large
 from tests.browser import Browser, require_browser
 
 pytestmark = pytest.mark.slow
@@ -31,11 +30,6 @@ class Case:
     cannot: list[tuple[str, str]] = field(default_factory=list)
     copies: dict[str, str] = field(default_factory=dict)
     cut: str = "order"
-    scored_cut: int | None = None
-    """The clusters of this many items or more the training pairs part (:mod:`nlsim.clusters.scored_cut`)."""
-    apart: list[tuple[str, str]] = field(default_factory=list)
-    together: list[tuple[str, str]] = field(default_factory=list)
-    """The training pairs scored below the same-story level and at it, none a verdict decides."""
 
     def python(self) -> list[list[str]]:
         rule: ClusterRule = (
@@ -43,20 +37,18 @@ class Case:
             if self.rule["name"] == "components"
             else SharedSupport(**{k: v for k, v in self.rule.items() if k != "name"})
         )
-        links = [Link(a, b, s) for a, b, s in self.links]
-        known = LinkConstraints.from_pairs(must=self.must, cannot=self.cannot)
-        groups = rule.clusters(links, known, self.copies or None, cut=self.cut)
-        if self.scored_cut is None or not self.apart:
-            return groups
-        together = LinkConstraints.from_pairs(must=self.together).must_link | known.must_link
-        return part_large(groups, links, self.apart, together, self.copies, self.scored_cut)
+        return rule.clusters(
+            [Link(a, b, s) for a, b, s in self.links],
+            LinkConstraints.from_pairs(must=self.must, cannot=self.cannot),
+            self.copies or None,
+            cut=self.cut,
+        )
 
     def js(self) -> str:
-        rule = {**self.rule, "scored_cut": self.scored_cut}
         return (
-            f"nlsimRules.clusters({json.dumps(rule)}, {json.dumps(self.links)}, "
+            f"nlsimRules.clusters({json.dumps(self.rule)}, {json.dumps(self.links)}, "
             f"{json.dumps({'must': self.must, 'cannot': self.cannot})}, {json.dumps(self.copies)}, "
-            f"{json.dumps(self.cut)}, {json.dumps({'apart': self.apart, 'together': self.together})})"
+            f"{json.dumps(self.cut)})"
         )
 
 
@@ -155,17 +147,7 @@ def random_case(seed: int) -> Case:
     to_copy = [(rng.choice(ids), c) for c in rng.sample(copy_ids, min(1, len(copy_ids)))]
     cannot = pick(rng.randint(0, 3)) + to_copy
     must = pick(rng.randint(0, 3))
-    case = Case(rule, links, must=must, cannot=cannot, copies=copies, cut=rng.choice(["order", "min-cut"]))
-    if seed % 3:  # the training pairs' scores parting the large clusters (a draw of its own)
-        more = random.Random(10_000 + seed)
-        decided = {frozenset(p) for p in must + cannot}
-        members = ids + copy_ids
-        drawn = [tuple(more.sample(members, 2)) for _ in range(more.randint(1, 8))]
-        drawn = [p for p in drawn if frozenset(p) not in decided]
-        half = len(drawn) // 3
-        case.scored_cut = more.choice([3, 5])
-        case.apart, case.together = drawn[half:], drawn[:half]
-    return case
+    return Case(rule, links, must=must, cannot=cannot, copies=copies, cut=rng.choice(["order", "min-cut"]))
 
 
 def test_the_pages_rule_gives_the_reports_groups(tmp_path: Path) -> None:
@@ -187,8 +169,3 @@ def test_the_pages_rule_gives_the_reports_groups(tmp_path: Path) -> None:
     alone = {"name": "support", "min_share": 0.3}
     assert Case(alone, CHAIN_AT_THRESHOLD).python() == [list("abcdef")]  # the support rule alone: one story
     assert got[chain] and max(len(g) for g in got[chain]) < 5  # the port: the chain holds no 5+ cluster
-    # the training pairs' scores parted some large clusters, and their cuts differ from the verdicts'
-    parted = [
-        n for n, c in enumerate(cases) if c.scored_cut and got[n] != replace(c, scored_cut=None).python()
-    ]
-    assert len(parted) > 10

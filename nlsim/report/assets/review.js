@@ -22,9 +22,6 @@
   EDITORS.scored.forEach(function (id) { SCORED[id] = true; });
   var TRAINING = {}, HELD_OUT = {};  // of them, training pairs (a mark overrules) and held-out ones (never marked)
   (EDITORS.training || []).forEach(function (id) { TRAINING[id] = true; });
-  var TRAINING_APART = {}, TRAINING_STORY = {};  // of them, those no verdict decides, scored below / at same story
-  (EDITORS.trainingApart || []).forEach(function (id) { TRAINING_APART[id] = true; });
-  (EDITORS.trainingStory || []).forEach(function (id) { TRAINING_STORY[id] = true; });
   (EDITORS.heldOut || []).forEach(function (id) { HELD_OUT[id] = true; });
 
   // --- the marks, kept in localStorage -----------------------------------------------------------------
@@ -309,23 +306,9 @@
       });
       return { repOf: repOf, links: links.concat(more) };
     }
-    function scoredAmong(v) {  // the training pairs' scores among the items, none a verdict or a mark decides
-      var out = { apart: [], together: [] }, decided = {}, members = Object.keys(inside).map(Number);
-      if (!RULE.scored_cut) return out;
-      v.must.concat(v.cannot).forEach(function (p) { decided[pairKey(p[0], p[1])] = true; });
-      members.forEach(function (a) {
-        members.forEach(function (b) {
-          if (a >= b || decided[pairKey(a, b)]) return;
-          var id = pairIdOf(a, b);
-          if (TRAINING_APART[id]) out.apart.push([items[a].id, items[b].id]);
-          else if (TRAINING_STORY[id]) out.together.push([items[a].id, items[b].id]);
-        });
-      });
-      return out;
-    }
     function run(v) {
       var copies = copiesOf(v);
-      return window.nlsimRules.clusters(RULE, copies.links, { must: ids(v.must), cannot: ids(v.cannot) }, copies.repOf, RULE.cut || "order", scoredAmong(v))
+      return window.nlsimRules.clusters(RULE, copies.links, { must: ids(v.must), cannot: ids(v.cannot) }, copies.repOf, RULE.cut || "order")
         .map(function (g) { return g.map(function (id) { return index[id]; }); });
     }
     var verdicts = verdictsAmong(inside, true), groups = run(verdicts), placed = {}, before = {}, apart = {};

@@ -313,45 +313,17 @@
     return byFirst(out);
   }
 
-  // --- scored_cut.part_large: the training pairs' "not the same story" inside large clusters --------------
-  function partLarge(groups, links, apart, together, repOf, size) {
-    var made = contract(links, constraintsOf(together, apart), repOf), members = {}, large = [], out = [];
-    groups.forEach(function (g) {
-      if (g.length < size) { out.push(sortIds(g)); return; }
-      var mine = {};
-      g.forEach(function (m) { var r = repOf[m] === undefined ? m : repOf[m]; (mine[r] = mine[r] || []).push(m); });
-      Object.keys(mine).forEach(function (r) { members[r] = mine[r]; });
-      large.push(sortIds(Object.keys(mine)));
-    });
-    var inside = {};
-    large.forEach(function (g) { g.forEach(function (r) { inside[r] = true; }); });
-    function among(pairs) { return pairs.filter(function (p) { return inside[p[0]] && inside[p[1]]; }); }
-    var placed = {};
-    minCutApart(large, made[0], among(pairsOf(made[1].cannot)), among(pairsOf(made[1].must))).forEach(function (part) {
-      var all = [];
-      part.forEach(function (r) { placed[r] = true; members[r].forEach(function (m) { all.push(m); }); });
-      out.push(sortIds(all));
-    });
-    large.forEach(function (g) {
-      g.forEach(function (r) { if (!placed[r] && members[r].length > 1) out.push(sortIds(members[r])); });
-    });
-    return byFirst(out.filter(function (g) { return g.length > 1; }));
-  }
-
   // --- ClusterRule.clusters ------------------------------------------------------------------------------
   /* The clusters of links ([id_a, id_b, score]) under the rule spec ({name: "support" | "components",
      min_share, large, large_share, large_floor}) with the editors' must-links and cannot-links
      ({must: [[a, b]], cannot: [[a, b]]}) honoured, the exact copies (repOf: each copy's representative)
-     read as their representative, a "not the same story" parting a group by cut ("order" or "min-cut"),
-     then the training pairs' scores ({apart: [[a, b]], together: [[a, b]]}, none a verdict decides) parting
-     the clusters of spec.scored_cut items or more (nlsim.dedup.stages.scored_parted): sorted lists of ids,
-     sorted by their first id. */
-  function clusters(spec, links, verdicts, repOf, cut, scored) {
+     read as their representative, a "not the same story" parting a group by cut ("order" or "min-cut"):
+     sorted lists of ids, sorted by their first id. */
+  function clusters(spec, links, verdicts, repOf, cut) {
     var rule = ruleOf(spec);
     var c = constraintsOf(verdicts && verdicts.must, verdicts && verdicts.cannot), weights = null;
     var copies = repOf && Object.keys(repOf).length ? repOf : null;
     links = links.map(function (k) { return [String(k[0]), String(k[1]), Number(k[2])]; });
-    var itemLinks = links, must = pairsOf(c.must);
     if (copies) {
       var made = contract(links, c, copies);
       links = made[0]; c = made[1]; weights = made[2];
@@ -368,11 +340,7 @@
     } else {
       out = joined(held, c);
     }
-    out = copies ? expand(out, copies) : out;
-    if (spec.scored_cut && scored && scored.apart && scored.apart.length) {
-      out = partLarge(out, itemLinks, scored.apart, (scored.together || []).concat(must), copies || {}, spec.scored_cut);
-    }
-    return out;
+    return copies ? expand(out, copies) : out;
   }
 
   window.nlsimRules = { clusters: clusters, compare: cmp };
