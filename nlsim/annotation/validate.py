@@ -790,14 +790,18 @@ def _conflicts(
 def overrule_rows(raw: pd.DataFrame, filled: str | Path, early: list[InputError], *, every: bool) -> set[int]:
     """The sheet rows of the editors' file ``raw`` whose editor means to overrule a pair already scored:
     every row with ``every`` (``--overrule``), else those whose :data:`editor_file.OVERRULE` cell is true
-    (a cell that is neither true nor false is a problem added to ``early``)."""
+    (a cell that is neither true nor false is a problem added to ``early``; an unscored row's is not read,
+    as :func:`mark_times` leaves its time: the row is skipped, ``--skip-blank``, or refused as unscored)."""
     rows = _sheet_rows(raw)  # sheet rows: the header is row 1
     if every:
         return set(rows)
     if editor_file.OVERRULE not in raw.columns:
         return set()
     marked = set()
-    for row, cell in zip(rows, raw[editor_file.OVERRULE], strict=True):
+    scores = raw["score"] if "score" in raw.columns else pd.Series([""] * len(raw))
+    for row, cell, score in zip(rows, raw[editor_file.OVERRULE], scores, strict=True):
+        if is_blank(score):
+            continue
         said = editor_file.overrule_cell(cell)
         if said is None:
             why = f"{str(cell)[:40]!r} is neither true nor false (does the editor mean to overrule?)"

@@ -535,6 +535,34 @@ def test_a_page_export_row_marked_overrule_merges_without_the_option(tmp_path: P
     assert (pairs.read_bytes(), store_path(pairs).read_bytes()) == kept
 
 
+def test_a_blank_row_skipped_with_skip_blank_is_not_refused_for_its_overrule_cell(tmp_path: Path) -> None:
+    """``--skip-blank`` skips an unscored row whatever else it holds, its ``overrule`` cell as its
+    ``marked_at`` one: a sheet of an unscored row left with ``maybe`` there merges its scored rows."""
+    from nlsim.annotation.merge import merge_annotations
+    from nlsim.io import editor_file
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    rows = [("n6", "n7", "1", "false"), ("n8", "n9", "", "maybe")]
+    path = tmp_path / "marks.csv"
+    pd.DataFrame(
+        {
+            "pair_id": [editor_file.pair_id(a, b) for a, b, _, _ in rows],
+            "id_a": [a for a, _, _, _ in rows],
+            "id_b": [b for _, b, _, _ in rows],
+            "text_a": [TITLES[a] for a, _, _, _ in rows],
+            "text_b": [TITLES[b] for _, b, _, _ in rows],
+            "score": [s for _, _, s, _ in rows],
+            "annotator": "desk",
+            editor_file.OVERRULE: [o for _, _, _, o in rows],
+        }
+    ).to_csv(path, index=False)
+    result = merge_annotations(path, pairs, skip_blank=True, log=lambda _: None)
+    assert (result.added, result.skipped_blank) == (1, 1)
+    with pytest.raises(InputError) as err:  # without --skip-blank the row is refused as unscored
+        merge_annotations(path, pairs, log=lambda _: None)
+    assert "field 'score': not scored" in str(err.value)
+
+
 @pytest.mark.slow
 def test_merge_cli_overrule(tmp_path: Path) -> None:
     """`nlsim annotate merge --overrule` on the command line."""
