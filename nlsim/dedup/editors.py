@@ -18,7 +18,9 @@ extends; the chain passes its own). From it a run takes:
 A daily run keeps the verdicts and the scored pairs in its state (:mod:`nlsim.dedup.state`): a later run,
 with or without ``--annotated-pairs``, and after a model promotion, still honours the verdicts and never
 offers a scored pair for review; a run that names the file adds the verdicts merged since (a later verdict
-on a pair replaces the earlier one). Every verdict's pair counts as scored.
+on a pair replaces the earlier one), and the state's copy of an overrule the file contradicts since (its
+score changed by hand: the check's ``unheld``) does not act, as it does not in a report that keeps no
+state. Every verdict's pair counts as scored.
 
 Example:
     >>> from nlsim.clusters.verdicts import Verdict, Verdicts
@@ -203,6 +205,10 @@ def read_editors(
         check.refuse_damaged()
         for line in check.notes():
             say(line)
+        held_now = {v.key for v in check.verdicts.records}
+        unheld = {v.key for v in check.unheld} - held_now
+        if unheld:  # an overrule the pair file contradicts since: its row holds, not the state's copy
+            verdicts = Verdicts.from_records(v for v in verdicts.records if v.key not in unheld)
         if len(check.verdicts):
             verdicts = verdicts.updated(check.shown().records)
             sources.append(str(check.path))

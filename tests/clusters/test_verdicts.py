@@ -466,6 +466,26 @@ def test_a_merge_keeps_an_overrule_the_pair_file_contradicts_for_now(tmp_path: P
     assert load_verdicts(store_path(pairs)).get(("n0", "n1")) is None
 
 
+def test_a_daily_states_copy_of_an_overrule_the_pair_file_contradicts_since_does_not_act(
+    tmp_path: Path,
+) -> None:
+    """A daily run keeps the verdicts a report read in its state. An overrule the pair file contradicts
+    since (its score changed by hand) does not hold, and the run says so: its copy in the state does not act
+    either, in a run given the pair file, as in a batch report; once the pair file gives the pair back the
+    score it overruled, it acts again."""
+    from nlsim.dedup.editors import read_editors
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    _merge(pairs, [("n0", "n1", "0")], overrule=True)
+    kept = read_editors(pairs, None).verdicts.frame()  # what the daily state keeps
+    scored = pairs.read_text(encoding="utf-8")
+    pairs.write_text(scored.replace("\t0.75\ttrain", "\t0.5\ttrain"), encoding="utf-8")
+    assert read_editors(pairs, None).constraints().cannot_link == frozenset()
+    assert read_editors(pairs, kept).constraints().cannot_link == frozenset()
+    pairs.write_text(scored, encoding="utf-8")
+    assert read_editors(pairs, kept).constraints().cannot_link == {("n0", "n1")}
+
+
 def test_validation_and_test_pairs_are_never_overruled(tmp_path: Path) -> None:
     pairs = _scored_file(tmp_path / "news.tsv")
     before = pairs.read_bytes()
