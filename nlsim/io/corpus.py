@@ -277,19 +277,28 @@ is 8 hours behind UTC, how the date parser reads it) and the way people write it
 CJK_DATE = re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*[日号號]\s*")
 """A date written year first in Chinese or Japanese (``2024年5月1日 08:00``, as CMS exports in Taiwan, China
 and Japan write it): read as ``2024-5-1 08:00``."""
-CJK_TIME = re.compile(r"(\d{1,2})\s*[時时點点]\s*(\d{1,2})\s*分(?:\s*(\d{1,2})\s*秒)?")
-"""A time of day in hours and minutes (and seconds) as Chinese and Japanese CMS exports write it after such a
-date (``08時30分``, ``8时30分15秒``, ``8點30分``): read as ``08:30``, ``8:30:15``."""
+CJK_TIME = re.compile(
+    r"(\d{1,2})\s*[時时點点](?:\s*(\d{1,2})\s*分(?:\s*(\d{1,2})\s*秒)?|(?!\s*(\d|[分秒半鐘钟整])))"
+)
+"""A time of day in hours and minutes (and seconds), or in hours alone, as Chinese and Japanese CMS exports
+write it after such a date (``08時30分``, ``8时30分15秒``, ``8點30分``, ``08時``): read as ``08:30``,
+``8:30:15``, ``08:00``. An hour followed by anything else of a time of day (``08時30`` without 分, ``08時半``)
+is not one (:data:`CJK_CLOCK_MARKS`)."""
+CJK_CLOCK_MARKS = re.compile(r"[時时點点分秒半鐘钟整]")
+"""The marks of a time of day written in Chinese or Japanese: one left once :data:`CJK_TIME` is read is a
+time of day read no one way (``08時30``, ``08時半``)."""
 
 
 def _cjk_clock(rest: str) -> str:
-    """``rest``, what follows a date written 2024年5月1日, with a time of day in hours and minutes
-    (:data:`CJK_TIME`) written with colons.
+    """``rest``, what follows a date written 2024年5月1日, with a time of day in hours and minutes, or in
+    hours alone, on the hour (:data:`CJK_TIME`) written with colons.
 
-    >>> _cjk_clock("08時30分 +09:00"), _cjk_clock("8时30分15秒"), _cjk_clock("08:30")
-    ('08:30 +09:00', '8:30:15', '08:30')
+    >>> _cjk_clock("08時30分 +09:00"), _cjk_clock("8时30分15秒"), _cjk_clock("08:30"), _cjk_clock("08時")
+    ('08:30 +09:00', '8:30:15', '08:30', '08:00')
+    >>> _cjk_clock("08時30"), _cjk_clock("8点半")
+    ('08時30', '8点半')
     """
-    return CJK_TIME.sub(lambda m: ":".join(g for g in m.groups() if g is not None), rest)
+    return CJK_TIME.sub(lambda m: ":".join(g for g in (m[1], m[2] or "00", m[3]) if g is not None), rest)
 
 
 MINGUO_DATE = re.compile(r"(?:中華|中华)?民[國国]\s*(\d{1,3})\s*年")
@@ -641,6 +650,11 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
         posix = UTC_AND_OFFSET.search(text)
         if posix:
             return None, _posix_reason(text, posix)
+        if cjk is not None and CJK_CLOCK_MARKS.search(ymd):
+            return None, (
+                f"time {text!r:.40} has a time of day in Chinese or Japanese that is read only in hours and "
+                f"minutes, each with its mark (08時30分, 8时30分15秒), or in hours alone (08時): {WRITE_ISO}"
+            )
         if not YEAR_FIRST_TIME.fullmatch(ymd):
             return None, (
                 f"time {text!r:.40} holds more than a date, a time of day and one offset (a second time or "

@@ -1846,3 +1846,34 @@ def test_a_year_first_cjk_time_of_day_in_hours_and_minutes_is_read(tmp_path, wri
     path = tmp_path / "c.csv"
     path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
     assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [pd.Timestamp(utc)]
+
+
+@pytest.mark.parametrize(
+    ("written", "utc"),
+    [
+        ("2024年5月1日 08時", "2024-05-01T00:00:00Z"),  # Japanese, Traditional Chinese
+        ("2024年5月1日8时", "2024-05-01T00:00:00Z"),  # Simplified Chinese
+        ("2024年5月1日 8點", "2024-05-01T00:00:00Z"),
+        ("2024年5月1日 08時 +09:00", "2024-04-30T23:00:00Z"),
+    ],
+)
+def test_a_year_first_cjk_time_of_day_in_hours_alone_is_read_on_the_hour(tmp_path, written, utc):
+    """A time of day in hours alone after a date written 2024年5月1日 (``08時``, ``8时``) was refused as
+    holding more than a date, a time of day and one offset, where ``08時30分`` was read as 08:30. It names
+    one time, the hour's first minute, and is read as the same time written ``08:00``."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+    assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [pd.Timestamp(utc)]
+
+
+@pytest.mark.parametrize("written", ["2024年5月1日 08時30", "2024年5月1日 08時半", "2024年5月1日 25時"])
+def test_a_cjk_time_of_day_read_no_one_way_is_refused_naming_how_to_write_it(tmp_path, written):
+    """Minutes without 分 after an hour (``08時30``), a half hour in words (``08時半``) or an hour past
+    23 are no time of day read one way: refused by file, row and field, with how to write it."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+    with pytest.raises(InputError) as error:
+        load_corpus(path, timezone="Asia/Taipei")
+    message = str(error.value)
+    assert "c.csv" in message and "row 1" in message and "published_at" in message
+    assert "2024-05-01T08:00:00+08:00" in message and ("08時30分" in message or "0..23" in message)
