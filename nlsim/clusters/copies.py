@@ -54,7 +54,7 @@ from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.order import order_keys
 from nlsim.io.cells import shown_text, unseen
 
-COPY_KEY_VERSION = 7
+COPY_KEY_VERSION = 8
 """Which definition of :func:`copy_key` grouped the copies, kept in a daily state's identity: a state whose
 copies an earlier one grouped (1: the characters that show nothing kept, a mark between two digits dropped;
 a state written then has none; 2: HTML markup read as written, ``AT&amp;T`` not ``AT&T``, and a minus sign
@@ -64,7 +64,8 @@ after a headline part of it, ``新華社北京12月6日電`` and ``- 中央社``
 time window cut one text into each one of a search's k neighbours; 6: the first word of a compound read as a
 flash label, ``Flash-flood warning`` a copy of ``Flood warning``, and a bracket that tells what befell a
 reporter a byline, ``（記者遭毆打）``, and some sources' names in Simplified characters words of the copy,
-``- 自由时报电子报``) is paired again,
+``- 自由时报电子报``; 7: a hyphen U+2010 or U+2011, a figure dash and a two- or three-em dash no dash,
+``‐ Reuters`` a word of the copy) is paired again,
 so that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
@@ -76,6 +77,19 @@ MINUS = "\u2212"
 """The minus sign, a symbol (Sm) that NFKC keeps: a copy key reads it as the hyphen-minus (punctuation) it
 stands for, so ``−2%`` is ``-2%``, and the mark between two digits of ``2−1`` is that of ``2-1``."""
 
+HYPHENS = "-\u2010"
+"""The hyphens a desk joins two words with or sets as a dash: the hyphen-minus and the hyphen U+2010 (NFKC
+makes the non-breaking hyphen U+2011 one): :func:`_flash` reads a word joined to a flash label by one as a
+compound."""
+
+DASHES = HYPHENS + "\u2012\u2013\u2014\u2015\u2e3a\u2e3b"
+"""The marks a desk sets as a dash after a flash label (:data:`FLASH`), a dateline (:data:`DATELINE`) or
+before a source's name (:data:`SOURCE`), read after NFKC: the hyphens (:data:`HYPHENS`), the figure dash,
+the en and em dashes, the horizontal bar, the two- and three-em dashes (``UPDATE 1‐``, ``- Reuters``,
+``– Reuters``, ``— Reuters``, ``‐ Reuters`` typed by a word processor are one dash)."""
+DASH_MARKS = re.escape(DASHES)
+""":data:`DASHES` as they go into a regular expression's brackets (``-`` escaped: no range)."""
+
 FLASH_LABELS = (
     "快訊|快讯|獨家|独家|最新|即時|即时|突發|突发|速報|速报|更新"
     "|breaking news|breaking|exclusive|urgent|flash|update(?: ?[0-9]{1,2})?"
@@ -83,7 +97,7 @@ FLASH_LABELS = (
 """The flash labels a desk puts before a wire story's headline (in lower case; read in any), :data:`FLASH`."""
 
 FLASH = re.compile(
-    rf"^\s*(?:[\[【〔(〈《「]\s*(?:{FLASH_LABELS})\s*[\]】〕)〉》」]|(?P<label>{FLASH_LABELS})(?P<mark>\s*[/:|\-–—]))\s*",
+    rf"^\s*(?:[\[【〔(〈《「]\s*(?:{FLASH_LABELS})\s*[\]】〕)〉》」]|(?P<label>{FLASH_LABELS})(?P<mark>\s*[/:|{DASH_MARKS}]))\s*",
     re.IGNORECASE,
 )
 """A flash label that opens a headline, read after NFKC (``（`` is ``(``, ``／`` is ``/``): in brackets
@@ -104,7 +118,7 @@ DATELINE = re.compile(
     rf"^\s*(?:(?P<open>[(\[【〔])\s*)?(?:{WIRE_AGENCIES_ZH})(?:記者|记者)?[^\W\d_]{{0,12}}?"
     r"(?:\d{1,2}月)?\d{1,2}日(?:電|电|訊|讯)(?(open)\s*[)\]】〕]|(?=[\s(\[【〔:,]|$))"
     r"|^\s*(?-i:[A-Z][A-Z.'-]+(?:[ ,]+[A-Z][A-Za-z.'-]*){0,4}(?:,\s*[A-Z][a-z]{2,8}\.?\s+\d{1,2})?\s*)?"
-    rf"\((?:{WIRE_AGENCIES_EN})\)\s*[-\u2013\u2014\u2015]+",
+    rf"\((?:{WIRE_AGENCIES_EN})\)\s*[{DASH_MARKS}]+",
     re.IGNORECASE,
 )
 """A wire dateline that opens a story, read after NFKC (the agency in any case): an agency's Chinese
@@ -146,7 +160,7 @@ SOURCES = (
 """The news sources whose name a desk sets after a headline (after NFKC, in any case): :data:`SOURCE`."""
 
 SOURCE = re.compile(
-    rf"(?:\s*[-|/\u2013\u2014\u2015]+\s*(?:{SOURCES})|\s*[(\[【〔]\s*(?:{SOURCES})\s*[)\]】〕]"
+    rf"(?:\s*[|/{DASH_MARKS}]+\s*(?:{SOURCES})|\s*[(\[【〔]\s*(?:{SOURCES})\s*[)\]】〕]"
     rf"|\s*{BYLINE})\s*$",
     re.IGNORECASE,
 )
@@ -159,7 +173,7 @@ CLOSING_SPAN = 96
 """The characters at the end of a text :data:`SOURCE` is looked for in: more than a separator and the
 longest source name or byline take, so that a long text costs no more than a headline."""
 
-CLOSING_MARKS = frozenset("-|/\u2013\u2014\u2015)]】〕")
+CLOSING_MARKS = frozenset(DASHES + "|/)]】〕")
 """The marks one of which each closing :data:`SOURCE` holds (a separator or a closing bracket): a text
 whose end holds none is not searched."""
 
@@ -272,7 +286,7 @@ def _flash(text: str) -> re.Match[str] | None:
     (True, 'FLASH-', 'Update 1-')
     """
     found = FLASH.match(text)
-    if found is None or found.group("label") is None or found.group("mark") != "-":
+    if found is None or found.group("label") is None or found.group("mark") not in HYPHENS:
         return found
     label, after = found.group("label"), text[found.end("mark") : found.end("mark") + 1]
     compound = label[-1].isalpha() and label != label.upper() and after.isalpha()

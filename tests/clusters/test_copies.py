@@ -436,3 +436,25 @@ def test_a_source_name_goes_in_simplified_characters_as_in_traditional():
         "yahoo新闻", "bbc中文网", "德国之声",
     ):  # fmt: skip
         assert copy_key(f"台风山陀儿逼近 - {name}") == story, name
+
+
+def test_a_hyphen_or_a_figure_dash_before_a_source_name_or_after_a_label_is_a_dash():
+    """A word processor or a CMS sets a hyphen U+2010, a non-breaking hyphen U+2011 (NFKC: U+2010) or a
+    figure dash U+2012 where a desk typed ``-``: ``Floods hit the north ‐ Reuters`` kept ``reuters`` in its
+    key where ``- Reuters``, ``– Reuters`` and ``— Reuters`` went, and so did a flash label or an English
+    dateline before one (``UPDATE 1‐``, ``BEIJING (Reuters) ‐``): a copy sent so was no copy of the one sent
+    without. They are dashes as ``-`` is; a word joined by one to a flash label is still a compound."""
+    plain = copy_key("Floods hit the north")
+    for dash in ("\u2010", "\u2011", "\u2012", "\u2e3a"):
+        for text in (
+            f"Floods hit the north {dash} Reuters",
+            f"Floods hit the north{dash}AP",
+            f"UPDATE 1{dash}Floods hit the north",
+            f"BREAKING {dash} Floods hit the north",
+            f"BEIJING (Reuters) {dash} Floods hit the north",
+        ):
+            assert copy_key(text) == plain, (f"U+{ord(dash):04X}", text)
+        assert copy_key(f"颱風來了 {dash} 中央社") == copy_key("颱風來了"), f"U+{ord(dash):04X}"
+    assert copy_key("Flash\u2010flood warning") != copy_key("Flood warning")
+    assert copy_key("Flash\u2011flood warning") == copy_key("Flash-flood warning")
+    assert copy_key("Court rules \u2010 update") != copy_key("Court rules")
