@@ -301,6 +301,49 @@ def _cjk_clock(rest: str) -> str:
     return CJK_TIME.sub(lambda m: ":".join(g for g in (m[1], m[2] or "00", m[3]) if g is not None), rest)
 
 
+CJK_WEEKDAY = re.compile(
+    r"\s*(?:[(（]\s*(?:(?:星期|禮拜|礼拜|週|周)?(?P<in_brackets>[一二三四五六日天])|(?P<ja_day>[月火水木金土日])(?:曜日?)?)"
+    r"\s*[)）]|(?:星期|禮拜|礼拜|週|周)(?P<zh_day>[一二三四五六日天]))\s*"
+)
+"""The day of the week Japanese and Chinese CMS exports write after a date written 2024年5月1日:
+``(水)``, ``（水曜日）``, ``（星期三）``, ``(三)``, ``星期三``, ``周三``, ``週三``, ``禮拜三`` (a day written
+in one character in brackets only: a bare ``水`` or ``三`` is no day)."""
+CJK_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+"""The days of :data:`CJK_WEEKDAY` in Chinese, Monday (0) to Sunday (6), as :meth:`datetime.date.weekday`."""
+JA_WEEKDAYS = {"月": 0, "火": 1, "水": 2, "木": 3, "金": 4, "土": 5, "日": 6}
+"""The days of :data:`CJK_WEEKDAY` in Japanese, Monday (0) to Sunday (6)."""
+
+
+def _cjk_weekday(text: str, cjk: re.Match[str]) -> tuple[str, str | None]:
+    """What follows the date written 2024年5月1日 that ``cjk`` matched in ``text``, without the day of the
+    week after it (:data:`CJK_WEEKDAY`), or the reason it is refused: the date falls on another day, and the
+    day or the date is wrong, which cannot be told. A date that is none (2月30日) is refused for that later.
+
+    >>> date, wrong = "2024年5月1日(水) 08:30", "2024年5月1日 星期四"
+    >>> _cjk_weekday(date, CJK_DATE.match(date))
+    ('08:30', None)
+    >>> _cjk_weekday(wrong, CJK_DATE.match(wrong))[1].split(": ")[0]
+    "time '2024年5月1日 星期四' says '星期四', but the 1st of May 2024 is a Wednesday"
+    """
+    rest = text[cjk.end() :]
+    week = CJK_WEEKDAY.match(rest)
+    if week is None:
+        return rest, None
+    said = (
+        JA_WEEKDAYS[week["ja_day"]] if week["ja_day"] else CJK_WEEKDAYS[week["in_brackets"] or week["zh_day"]]
+    )
+    try:
+        date = dt.date(*(int(g) for g in cjk.groups()))
+    except ValueError:  # 2月30日: no date, refused as such
+        return rest[week.end() :], None
+    if date.weekday() == said:
+        return rest[week.end() :], None
+    return rest, (
+        f"time {text!r:.40} says {week.group().strip()!r}, but {_day_of(date)}: the day of the week or the "
+        f"date is wrong, and which cannot be told: {WRITE_ISO}"
+    )
+
+
 MINGUO_DATE = re.compile(r"(?:中華|中华)?民[國国]\s*(\d{1,3})\s*年")
 """A year of the Minguo (Republic of China) calendar named as one (``民國115年``, as Taiwanese CMS exports
 write it): the year + 1911 (2026), read as a year written in full."""
@@ -592,12 +635,21 @@ def _weekday_reason(text: str, date: dt.date) -> str | None:
     day = WEEKDAYS[date.weekday()]
     if said in (day, day[:3]):
         return None
-    ordinal = {1: "st", 2: "nd", 3: "rd", 21: "st", 22: "nd", 23: "rd", 31: "st"}.get(date.day, "th")
     return (
-        f"time {text!r:.40} begins with {word.group(1)!r}, but the {date.day}{ordinal} of "
-        f"{date.strftime('%B')} {date.year} is a {day.capitalize()}: the day of the week or the date is "
-        f"wrong, and which cannot be told: {WRITE_ISO}"
+        f"time {text!r:.40} begins with {word.group(1)!r}, but {_day_of(date)}: the day of the week or the "
+        f"date is wrong, and which cannot be told: {WRITE_ISO}"
     )
+
+
+def _day_of(date: dt.date) -> str:
+    """The day of the week ``date`` falls on, in words, for a message.
+
+    >>> _day_of(dt.date(2024, 5, 1))
+    'the 1st of May 2024 is a Wednesday'
+    """
+    ordinal = {1: "st", 2: "nd", 3: "rd", 21: "st", 22: "nd", 23: "rd", 31: "st"}.get(date.day, "th")
+    day = WEEKDAYS[date.weekday()].capitalize()
+    return f"the {date.day}{ordinal} of {date.strftime('%B')} {date.year} is a {day}"
 
 
 def _rfc_uncommented(text: str) -> str:
@@ -634,7 +686,12 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     text = _rfc_uncommented(text)  # "+0800 (CST)": the offset decides, year first as in RFC 2822
     text = NAME_AFTER_OFFSET.sub(r"\1", text)  # "+0800 CST", as Go writes it: the offset decides too
     cjk = CJK_DATE.match(text)
-    ymd = text if cjk is None else "-".join(cjk.groups()) + (" " + _cjk_clock(text[cjk.end() :])).rstrip()
+    ymd = text
+    if cjk is not None:
+        rest, weekday = _cjk_weekday(text, cjk)
+        if weekday is not None:
+            return None, weekday
+        ymd = "-".join(cjk.groups()) + (" " + _cjk_clock(rest)).rstrip()
     if BARE_NUMBER.fullmatch(text):
         return _parse_number_text(text)
     twelve = TWELVE_HOUR.search(text)
@@ -747,7 +804,10 @@ def _date_only(value: Any) -> bool:
     if isinstance(value, dt.date):
         return not isinstance(value, dt.datetime)
     text = _week_date(_minguo(value.strip())[0])[0] if isinstance(value, str) else ""
-    return CJK_DATE.fullmatch(text) is not None or DATE_ONLY.fullmatch(text) is not None
+    cjk = CJK_DATE.match(text)
+    if cjk is not None:
+        return not _cjk_weekday(text, cjk)[0].strip()
+    return DATE_ONLY.fullmatch(text) is not None
 
 
 PLACEHOLDER_TEXT = re.compile(

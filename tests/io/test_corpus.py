@@ -1877,3 +1877,37 @@ def test_a_cjk_time_of_day_read_no_one_way_is_refused_naming_how_to_write_it(tmp
     message = str(error.value)
     assert "c.csv" in message and "row 1" in message and "published_at" in message
     assert "2024-05-01T08:00:00+08:00" in message and ("08時30分" in message or "0..23" in message)
+
+
+@pytest.mark.parametrize(
+    ("written", "utc"),
+    [
+        ("2024年5月1日(水) 08:30", "2024-05-01T00:30:00Z"),  # Japanese, as a Japanese CMS writes it
+        ("2024年5月1日（水曜日）8時30分", "2024-05-01T00:30:00Z"),
+        ("2024年5月1日（星期三）08:30", "2024-05-01T00:30:00Z"),  # Traditional Chinese
+        ("2024年5月1日 星期三 08:30", "2024-05-01T00:30:00Z"),
+        ("2024年5月1日 周三 08:30", "2024-05-01T00:30:00Z"),  # Simplified Chinese
+        ("2024年5月1日(三) 08:30", "2024-05-01T00:30:00Z"),  # as Taiwanese exports write it
+        ("2024年5月5日(日曜日) 08:30", "2024-05-05T00:30:00Z"),
+        ("2024年5月5日 星期日", "2024-05-04T16:00:00Z"),  # a date alone: the day's first instant
+    ],
+)
+def test_a_cjk_date_followed_by_its_day_of_the_week_is_read(tmp_path, written, utc):
+    """Japanese and Chinese CMS exports write the day of the week after a date (``2024年5月1日(水)``,
+    ``2024年5月1日 星期三``): such a time was refused as holding more than a date, a time of day and one
+    offset. It is read as the date and time without it when the day is the one the date falls on."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+    assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [pd.Timestamp(utc)]
+
+
+@pytest.mark.parametrize(
+    "written", ["2024年5月1日(木) 08:30", "2024年5月1日 星期四 08:30", "2024年5月1日(四) 8時"]
+)
+def test_a_cjk_date_followed_by_another_day_of_the_week_is_refused(tmp_path, written):
+    """The 1st of May 2024 is a Wednesday: a date written with Thursday is wrong in its date or its day, and
+    which cannot be told; refused by file, row and field, naming the day the date falls on."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"c\.csv: row 1, field 'published_at': .*a Wednesday"):
+        load_corpus(path, timezone="Asia/Taipei")
