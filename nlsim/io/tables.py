@@ -23,7 +23,9 @@ Rules, so that no row is ever silently merged, split or shifted:
   integers instead of turning into floats: an id ``101`` stays ``101``, not ``101.0`` (Python ints with
   ``None`` where empty; pandas' nullable ``Int64`` with ``<NA>`` when pandas wrote the file so). JSONL
   follows the same rule. A binary column of text (as Hive, Impala and older Spark write it) is read as
-  UTF-8 by the readers of a corpus and a pair file, for the columns they read (:func:`text_columns`).
+  UTF-8 by the readers of a corpus and a pair file, for the columns they read (:func:`text_columns`). A
+  column pandas wrote as the frame's named index (``df.set_index("id").to_parquet()``) is a column, as
+  the file holds it; an unnamed index (``__index_level_0__``) is none.
 * Text must be UTF-8 (a byte-order mark is ignored; a UTF-16 file, as Excel's "Unicode Text", with a
   byte-order mark or without one, and a UTF-32 file are named as such); a bad byte is reported with its
   data row, field, line and byte offset and how to convert the file (:func:`to_utf8`), and so is a Parquet
@@ -868,7 +870,11 @@ def _read_parquet(path: Path) -> pd.DataFrame:
     _duplicate_parquet_column(path, table.column_names)
     _check_parquet_text(path, table)
     _check_parquet_dates(path, table)
-    return table.to_pandas(integer_object_nulls=True)
+    frame = table.to_pandas(integer_object_nulls=True)
+    # a named index is a column of the file (df.set_index("id").to_parquet()): pandas' metadata made it the
+    # frame's index, out of its columns; an unnamed one (__index_level_0__, a filtered frame's rows) is none
+    stored = [name for name in frame.index.names if name is not None and name in table.column_names]
+    return frame.reset_index(stored) if stored else frame
 
 
 DAYS_1970 = (-719_162, 2_932_896)

@@ -1911,3 +1911,19 @@ def test_a_cjk_date_followed_by_another_day_of_the_week_is_refused(tmp_path, wri
     path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
     with pytest.raises(InputError, match=r"c\.csv: row 1, field 'published_at': .*a Wednesday"):
         load_corpus(path, timezone="Asia/Taipei")
+
+
+def test_a_parquet_file_whose_id_column_pandas_wrote_as_its_index_is_read_with_it(tmp_path):
+    """``df.set_index("id").to_parquet(path)`` stores ``id`` as a column of the file, which pandas names the
+    frame's index in its metadata: the corpus was refused as missing its ``id`` column (columns: title),
+    though the file holds it. It is read as a column, in the file's row order; an unnamed index (a filtered
+    frame's row numbers) stays no column."""
+    path = tmp_path / "c.parquet"
+    frame = pd.DataFrame({"id": ["b", "a"], "title": ["Snow", "Rain"], "source": ["AP", "CNA"]})
+    frame.set_index("id").to_parquet(path)
+    corpus = load_corpus(path, text_fields=("title",))
+    assert corpus.ids == ["b", "a"] and corpus.texts() == ["Snow", "Rain"]
+    assert corpus.frame["source"].tolist() == ["AP", "CNA"]
+    frame.iloc[[1]].to_parquet(path)  # index [1], unnamed: stored as __index_level_0__
+    corpus = load_corpus(path, text_fields=("title",))
+    assert corpus.ids == ["a"] and "__index_level_0__" not in corpus.frame.columns
