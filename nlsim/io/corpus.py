@@ -344,6 +344,29 @@ def _cjk_weekday(text: str, cjk: re.Match[str]) -> tuple[str, str | None]:
     )
 
 
+BRACKETED_WEEKDAY_DATE = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?=\s*[(（])")
+"""A date written year first in digits and followed by a bracket (``2024/05/01(水)``, as Japanese sites
+write it): the day of the week may follow it (:data:`CJK_WEEKDAY`)."""
+
+
+def _without_weekday(text: str) -> tuple[str, str | None]:
+    """``text``, a time written year first, without the day of the week after its date (``2024年5月1日(水)
+    08:30``, ``2024/05/01(水) 08:30``: :func:`_cjk_weekday`), or the reason it is refused.
+
+    >>> _without_weekday("2024/05/01(水) 08:30"), _without_weekday("2024年5月1日星期三")
+    (('2024/05/01 08:30', None), ('2024年5月1日', None))
+    >>> _without_weekday("2024/05/01 (08:30)")
+    ('2024/05/01 (08:30)', None)
+    """
+    dated = CJK_DATE.match(text) or BRACKETED_WEEKDAY_DATE.match(text)
+    if dated is None:
+        return text, None
+    rest, reason = _cjk_weekday(text, dated)
+    if reason is not None or rest == text[dated.end() :]:
+        return text, reason
+    return (text[: dated.end()].rstrip() + " " + rest).rstrip(), None
+
+
 MINGUO_DATE = re.compile(r"(?:中華|中华)?民[國国]\s*(\d{1,3})\s*年")
 """A year of the Minguo (Republic of China) calendar named as one (``民國115年``, as Taiwanese CMS exports
 write it): the year + 1911 (2026), read as a year written in full."""
@@ -685,13 +708,11 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
         return None, week
     text = _rfc_uncommented(text)  # "+0800 (CST)": the offset decides, year first as in RFC 2822
     text = NAME_AFTER_OFFSET.sub(r"\1", text)  # "+0800 CST", as Go writes it: the offset decides too
+    text, weekday = _without_weekday(text)
+    if weekday is not None:
+        return None, weekday
     cjk = CJK_DATE.match(text)
-    ymd = text
-    if cjk is not None:
-        rest, weekday = _cjk_weekday(text, cjk)
-        if weekday is not None:
-            return None, weekday
-        ymd = "-".join(cjk.groups()) + (" " + _cjk_clock(rest)).rstrip()
+    ymd = text if cjk is None else "-".join(cjk.groups()) + (" " + _cjk_clock(text[cjk.end() :])).rstrip()
     if BARE_NUMBER.fullmatch(text):
         return _parse_number_text(text)
     twelve = TWELVE_HOUR.search(text)
@@ -804,10 +825,8 @@ def _date_only(value: Any) -> bool:
     if isinstance(value, dt.date):
         return not isinstance(value, dt.datetime)
     text = _week_date(_minguo(value.strip())[0])[0] if isinstance(value, str) else ""
-    cjk = CJK_DATE.match(text)
-    if cjk is not None:
-        return not _cjk_weekday(text, cjk)[0].strip()
-    return DATE_ONLY.fullmatch(text) is not None
+    text = _without_weekday(text)[0]
+    return CJK_DATE.fullmatch(text) is not None or DATE_ONLY.fullmatch(text) is not None
 
 
 PLACEHOLDER_TEXT = re.compile(
