@@ -302,12 +302,15 @@ def _cjk_clock(rest: str) -> str:
 
 
 CJK_WEEKDAY = re.compile(
-    r"\s*(?:[(（]\s*(?:(?:星期|禮拜|礼拜|週|周)?(?P<in_brackets>[一二三四五六日天])|(?P<ja_day>[月火水木金土日])(?:曜日?)?)"
+    r"\s*(?:[(（]\s*(?:(?:星期|禮拜|礼拜|週|周)?(?P<in_brackets>[一二三四五六日天])|(?P<ja_day>[月火水木金土日])(?:曜日?)?"
+    r"|(?i:(?P<en_day>mon|tue|wed|thu|fri|sat|sun)(?:(?<=mon)day|(?<=tue)s(?:day)?|(?<=wed)nesday"
+    r"|(?<=thu)rs?(?:day)?|(?<=fri)day|(?<=sat)urday|(?<=sun)day)?\.?))"
     r"\s*[)）]|(?:星期|禮拜|礼拜|週|周)(?P<zh_day>[一二三四五六日天]))\s*"
 )
 """The day of the week Japanese and Chinese CMS exports write after a date written 2024年5月1日:
 ``(水)``, ``（水曜日）``, ``（星期三）``, ``(三)``, ``星期三``, ``周三``, ``週三``, ``禮拜三`` (a day written
-in one character in brackets only: a bare ``水`` or ``三`` is no day)."""
+in one character in brackets only: a bare ``水`` or ``三`` is no day), and in English in brackets
+(``(Wed)``, ``(Wednesday)``)."""
 CJK_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 """The days of :data:`CJK_WEEKDAY` in Chinese, Monday (0) to Sunday (6), as :meth:`datetime.date.weekday`."""
 JA_WEEKDAYS = {"月": 0, "火": 1, "水": 2, "木": 3, "金": 4, "土": 5, "日": 6}
@@ -329,9 +332,12 @@ def _cjk_weekday(text: str, cjk: re.Match[str]) -> tuple[str, str | None]:
     week = CJK_WEEKDAY.match(rest)
     if week is None:
         return rest, None
-    said = (
-        JA_WEEKDAYS[week["ja_day"]] if week["ja_day"] else CJK_WEEKDAYS[week["in_brackets"] or week["zh_day"]]
-    )
+    if week["en_day"]:
+        said = [day[:3] for day in WEEKDAYS].index(week["en_day"].lower())
+    elif week["ja_day"]:
+        said = JA_WEEKDAYS[week["ja_day"]]
+    else:
+        said = CJK_WEEKDAYS[week["in_brackets"] or week["zh_day"]]
     try:
         date = dt.date(*(int(g) for g in cjk.groups()))
     except ValueError:  # 2月30日: no date, refused as such

@@ -1891,6 +1891,8 @@ def test_a_cjk_time_of_day_read_no_one_way_is_refused_naming_how_to_write_it(tmp
         ("2024年5月5日(日曜日) 08:30", "2024-05-05T00:30:00Z"),
         ("2024/05/01(水) 08:30", "2024-05-01T00:30:00Z"),  # as Japanese sites write it
         ("2024-05-01（三）", "2024-04-30T16:00:00Z"),
+        ("2024/05/01(Wed) 08:30", "2024-05-01T00:30:00Z"),
+        ("2024-05-01 (Wednesday) 08:30", "2024-05-01T00:30:00Z"),
         ("2024年5月5日 星期日", "2024-05-04T16:00:00Z"),  # a date alone: the day's first instant
     ],
 )
@@ -1905,7 +1907,13 @@ def test_a_cjk_date_followed_by_its_day_of_the_week_is_read(tmp_path, written, u
 
 @pytest.mark.parametrize(
     "written",
-    ["2024年5月1日(木) 08:30", "2024年5月1日 星期四 08:30", "2024年5月1日(四) 8時", "2024/05/01(木) 08:30"],
+    [
+        "2024年5月1日(木) 08:30",
+        "2024年5月1日 星期四 08:30",
+        "2024年5月1日(四) 8時",
+        "2024/05/01(木) 08:30",
+        "2024/05/01(Thu) 08:30",
+    ],
 )
 def test_a_cjk_date_followed_by_another_day_of_the_week_is_refused(tmp_path, written):
     """The 1st of May 2024 is a Wednesday: a date written with Thursday is wrong in its date or its day, and
