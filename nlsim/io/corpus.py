@@ -1180,10 +1180,21 @@ def _every_row_rejected(path: Path, bad: list[dict[str, Any]], quarantine: str |
         every row was rejected (1 bad row(s): row 1, field 'id': missing id);
         q.csv is left as it was (written only when the load succeeds)
     """
-    said = "; ".join(f"row {b['row']}, field {b['field']!r}: {b['reason']:.100}" for b in bad[:SHOWN_REASONS])
+    said = "; ".join(
+        f"row {b['row']}, field {b['field']!r}: {_cut(b['reason'])}" for b in bad[:SHOWN_REASONS]
+    )
     more = f"; {len(bad) - SHOWN_REASONS} more" if len(bad) > SHOWN_REASONS else ""
     kept = f"; {quarantine} is left as it was (written only when the load succeeds)" if quarantine else ""
     return InputError(path, None, None, f"every row was rejected ({len(bad)} bad row(s): {said}{more}){kept}")
+
+
+def _cut(reason: str, most: int = 100) -> str:
+    """``reason`` in at most ``most`` characters, ending with an ellipsis where it is cut.
+
+    >>> _cut("missing id"), _cut("x" * 120)[-3:], len(_cut("x" * 120))
+    ('missing id', 'xx…', 100)
+    """
+    return reason if len(reason) <= most else reason[: most - 1] + "…"
 
 
 def _read_rows(path: Path, collect: bool) -> tuple[pd.DataFrame, list[dict[str, Any]]]:

@@ -1938,3 +1938,20 @@ def test_a_parquet_file_whose_id_column_pandas_wrote_as_its_index_is_read_with_i
     frame.iloc[[1]].to_parquet(path)  # index [1], unnamed: stored as __index_level_0__
     corpus = load_corpus(path, text_fields=("title",))
     assert corpus.ids == ["a"] and "__index_level_0__" not in corpus.frame.columns
+
+
+def test_every_row_rejected_marks_a_reason_it_cuts(tmp_path: Path) -> None:
+    """The error of a file whose every row was refused (``--quarantine``) names the first reasons, each cut
+    at 100 characters: a long one ended mid-word (``a spreadsheet ran the text as a formula (one st``), read
+    as the whole reason. A reason cut ends with an ellipsis; a short one is whole."""
+    path = tmp_path / "c.csv"
+    path.write_text("id,title\na,#NAME?\nb,...\n", encoding="utf-8")
+    with pytest.raises(InputError) as error:
+        load_corpus(path, quarantine=tmp_path / "q.csv")
+    message = str(error.value)
+    said = re.search(r"row 1, field 'title': (.*?); row 2", message).group(1)
+    assert len(said) <= 100 and said.endswith("…"), said
+    assert (
+        "row 2, field 'title': no text, only punctuation ('...'): a placeholder for a missing text?)"
+        in message
+    )
