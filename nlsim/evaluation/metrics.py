@@ -21,7 +21,7 @@ import pandas as pd
 
 from nlsim.conversion import convert
 from nlsim.encoders.scoring import as_pair_scorer
-from nlsim.errors import ConfigError
+from nlsim.errors import InputError
 from nlsim.evaluation.figures import pearson, spearman
 
 
@@ -79,15 +79,23 @@ def check_scorable(pairs: pd.DataFrame, source: str = "<pairs>") -> None:
         >>> check_scorable(pd.DataFrame({"score": [0.5]}), "p.tsv")
         Traceback (most recent call last):
         ...
-        nlsim.errors.ConfigError: p.tsv: 1 pair(s); Spearman needs at least 3 pairs with different scores
+        nlsim.errors.InputError: p.tsv: field 'score': 1 pair(s); Spearman needs at least 3 pairs with ...
+
+    The pairs' file is bad input (:class:`~nlsim.errors.InputError`, exit status 1), not a usage error.
     """
     if len(pairs) < 3:
-        raise ConfigError(
-            f"{source}: {len(pairs)} pair(s); Spearman needs at least 3 pairs with different scores"
+        raise InputError(
+            source,
+            None,
+            "score",
+            f"{len(pairs)} pair(s); Spearman needs at least 3 pairs with different scores",
         )
     if pairs["score"].nunique() < 2:
-        raise ConfigError(
-            f"{source}: every pair has the score {pairs['score'].iloc[0]:g}; Spearman is undefined"
+        raise InputError(
+            source,
+            None,
+            "score",
+            f"every pair has the score {pairs['score'].iloc[0]:g}; Spearman is undefined",
         )
 
 
