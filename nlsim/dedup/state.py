@@ -652,7 +652,9 @@ def check_manifest_keys(folder: Path, manifest: dict[str, Any]) -> None:
     if problems:  # named in words: not Calibration.__init__'s "missing 7 required positional arguments"
         where = "last_run.model_info.threshold_calibration"
         raise _err(folder, f"{MANIFEST}'s {where} is no calibration nlsim wrote: {'; '.join(problems)}")
-    for name, value in (("as_of", manifest["as_of"]), ("last_run's as_of", last.get("as_of"))):
+    times = (("as_of", manifest["as_of"]), ("last_run's as_of", last.get("as_of")))
+    times += (("last_run's newest_day", last.get("newest_day")),)
+    for name, value in times:
         try:
             good = value is None or isinstance(value, str) and not pd.isna(pd.Timestamp(value))
         except (ValueError, TypeError):

@@ -15,7 +15,9 @@ time, so a re-run gives the same result); it never moves backwards. A day whose 
 it to the start of the run's day (its ``--date``, else today) in the run's time zone (:func:`day_start`;
 later than the state's clock only), so that undated items are kept from the day they were first seen and
 expire by it. A day without news (a file with the schema's columns and no row) leaves it where it was:
-nothing is added, nothing expires, and the window is reported as it stands (``--as-of`` still moves it).
+nothing is added, nothing expires, and the window is reported as it stands (``--as-of`` still moves it);
+its ``--date`` is kept as the newest day (:func:`newest_day`), so that a day before it, run after it, is an
+older day (:func:`older_day`).
 
 When the state's vectors were made differently from this run's (another model, conversion or text
 fields: e.g. after a promotion), the whole window is embedded again with this run's model and clustered
@@ -118,6 +120,9 @@ class Window:
     copies: Copies | None = None
     """The window's exact copies (the copies stage's; ``None`` before it ran)."""
     older_day: bool = False
+    newest_day: pd.Timestamp | None = None
+    """The start of the newest day told by its ``--date``, this run's or a run's before it
+    (:func:`newest_day`): the run record keeps it for the runs after."""
     held: tuple[str, ...] = ()
     """Ids of an older day's items that differ from the window's copies, which a later day's run read: kept
     as the window holds them (:func:`later_versions`)."""
@@ -278,7 +283,11 @@ def _as_of(
 
 
 def older_day(
-    state: State, times: pd.Series, day_end: pd.Timestamp | None = None, seen: pd.Timestamp | None = None
+    state: State,
+    times: pd.Series,
+    day_end: pd.Timestamp | None = None,
+    seen: pd.Timestamp | None = None,
+    newest: pd.Timestamp | None = None,
 ) -> bool:
     """Whether today's items are a day older than the state's: every dated one before the reference time
     of the runs before (days run out of order: the 26th, then the 25th). A day without items, or an item
@@ -286,7 +295,9 @@ def older_day(
     (``day_end``, midnight after it in the run's time zone) by the state's reference time (a quiet or
     undated day run again after a later one); without a ``--date`` it is today's. ``seen``: the latest
     time the window's items hold (:func:`latest_seen`): a reference time an ``--as-of`` pinned after it
-    makes no day older (:func:`day_clock`).
+    makes no day older (:func:`day_clock`). ``newest``: the start of the newest day the runs before told by
+    its ``--date`` (:func:`newest_day`): a day before it is older, though a day without news left the
+    state's clock where it was.
 
     Example:
         >>> from types import SimpleNamespace
@@ -300,10 +311,13 @@ def older_day(
         >>> undated = pd.Series([pd.NaT], dtype="datetime64[ns, UTC]")
         >>> older_day(state, undated, pd.Timestamp("2026-11-26T00:00Z")), older_day(state, undated)
         (True, False)
+        >>> the_26th, quiet_27th = times + pd.Timedelta(days=1), pd.Timestamp("2026-11-27T00:00Z")
+        >>> older_day(state, the_26th), older_day(state, the_26th, newest=quiet_27th)  # the 27th had no news
+        (False, True)
     """
     if state.as_of is None:
         return False
-    clock = day_clock(state.as_of, seen)
+    clock = day_clock(state.as_of, seen, newest)
     dated = times.dropna()
     if len(dated) < len(times) or not len(times):  # an item (or a day) whose day is the run's --date
         if day_end is None or day_end > clock:
@@ -327,19 +341,57 @@ def latest_seen(items: pd.DataFrame) -> pd.Timestamp | None:
     return None if pd.isna(latest) else pd.Timestamp(latest)
 
 
-def day_clock(as_of: Any, seen: pd.Timestamp | None) -> pd.Timestamp:
+def day_clock(as_of: Any, seen: pd.Timestamp | None, newest: pd.Timestamp | None = None) -> pd.Timestamp:
     """The time that tells a day older than the runs before it: the state's reference time ``as_of``, or,
     when an ``--as-of`` pinned it after every item the window holds, the latest of them (``seen``,
     :func:`latest_seen`): a pinned clock moves the window's retention on, not its days, so the newest day
-    run again and the next day's file are not older days.
+    run again and the next day's file are not older days. A day told by its ``--date`` (``newest``, the
+    start of the newest such day run: :func:`newest_day`) moves it on to its start, though a day without
+    news leaves the state's clock where it was.
 
     >>> str(day_clock("2026-11-27T00:00:00+00:00", pd.Timestamp("2026-11-25T09:00Z")))
     '2026-11-25 09:00:00+00:00'
     >>> str(day_clock("2026-11-25T00:00:00+00:00", pd.Timestamp("2026-11-25T09:00Z")))
     '2026-11-25 00:00:00+00:00'
+    >>> str(day_clock("2026-11-25T09:00:00+00:00", None, pd.Timestamp("2026-11-26T00:00Z")))
+    '2026-11-26 00:00:00+00:00'
     """
     clock = pd.Timestamp(as_of)
-    return clock if seen is None else min(clock, pd.Timestamp(seen))
+    clock = clock if seen is None else min(clock, pd.Timestamp(seen))
+    return clock if newest is None else max(clock, pd.Timestamp(newest))
+
+
+def told_by_date(times: pd.Series, day: dt.date | None, timezone: str = "UTC") -> pd.Timestamp | None:
+    """The start of the run's ``day`` (its ``--date``) in ``timezone`` when that date tells the run's day: a
+    day without items, or with an item without a date (:func:`older_day`); ``None`` without a ``--date`` or
+    when every item is dated (their times tell the day).
+
+    >>> undated = pd.Series([pd.NaT], dtype="datetime64[ns, UTC]")
+    >>> str(told_by_date(undated, dt.date(2026, 11, 26), "Asia/Taipei"))
+    '2026-11-25 16:00:00+00:00'
+    >>> told_by_date(undated.fillna(pd.Timestamp("2026-11-26T09:00Z")), dt.date(2026, 11, 26)) is None
+    True
+    """
+    if day is None or (len(times) and times.notna().all()):
+        return None
+    return day_begins(day, timezone)
+
+
+def newest_day(last: RunRecord | None, own: pd.Timestamp | None = None) -> pd.Timestamp | None:
+    """The start of the newest day told by its ``--date``: this run's (``own``, :func:`told_by_date`) or
+    the one the state's ``last`` run recorded (its ``newest_day``: the newest of the runs before it), the
+    later; ``None`` for none (a record written before it was kept has none).
+
+    >>> last = RunRecord(run_id="r3", newest_day="2026-11-27T00:00:00+00:00")
+    >>> str(newest_day(last)), str(newest_day(last, pd.Timestamp("2026-11-28T00:00Z")))
+    ('2026-11-27 00:00:00+00:00', '2026-11-28 00:00:00+00:00')
+    >>> newest_day(None) is None
+    True
+    """
+    found = [] if own is None else [pd.Timestamp(own)]
+    if last is not None and last.newest_day:
+        found.append(pd.Timestamp(last.newest_day))
+    return max(found) if found else None
 
 
 def day_end(day: dt.date | None, timezone: str = "UTC") -> pd.Timestamp | None:
@@ -786,7 +838,8 @@ def incremental_window(
     retain_from = times.where(times.notna(), ref)
     today["retain_from"] = pd.to_datetime(retain_from, utc=True).astype("datetime64[ns, UTC]")
     seen = latest_seen(state.items)
-    older = older_day(state, times, day_end(day, timezone), seen)
+    older = older_day(state, times, day_end(day, timezone), seen, newest_day(last))
+    newest = newest_day(last, told_by_date(times, day, timezone))
     latest = day_of(times, day, timezone)
     keep = later_versions(kept, latest, timezone) if older and len(times) else frozenset()
     classified = classify(today, kept, cutoff, keep)
@@ -828,6 +881,7 @@ def incremental_window(
         regroup=switch is not None,
         state=state,
         older_day=older,
+        newest_day=newest,
         held=classified.held,
         again=day,
     )

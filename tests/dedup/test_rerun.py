@@ -470,3 +470,40 @@ def test_a_day_run_again_whose_first_report_is_not_in_out_says_its_report_lists_
     assert again.stats.older_day and not _day_report(again.report_dir)["clusters"]
     (line,) = [m for m in again.stats.messages if r1.run_id in m and "no report" in m]
     assert str(elsewhere / "runs" / r1.run_id) in line
+
+
+@pytest.mark.slow
+def test_a_dated_day_run_again_after_a_later_day_without_news_leaves_latest_on_the_newest_day(
+    tmp_path: Path,
+) -> None:
+    """Days 1 and 2, then day 3 without news (``--date 2005-03-03``: the clock stands still at day 2's
+    latest item), then day 2 again, with or without its ``--date``, and day 1 between: each is a day older
+    than the quiet day, whose report stays ``latest``, in whatever order they are run. The quiet day run
+    again is the newest day still, and day 3's file with its items moves ``latest`` on."""
+    state, out, days, _ = _two_days(tmp_path)
+    empty = tmp_path / "empty.parquet"
+    pd.read_parquet(days[0]).head(0).to_parquet(empty, index=False)
+    quiet = run_daily(
+        _config(empty, out, date="2005-03-03", state=str(state)),
+        state,
+        retention_days=None,
+        encoder=HashEncoder(),
+    )
+    assert not quiet.stats.older_day and (out / "latest").resolve() == quiet.report_dir.resolve()
+    for day, date in ((days[1], "2005-03-02"), (days[0], None), (days[1], None)):
+        config = _config(day, out, date=date, state=str(state))
+        again = run_daily(config, state, retention_days=None, encoder=HashEncoder())
+        assert again.stats.older_day, (day, date)
+        assert (out / "latest").resolve() == quiet.report_dir.resolve(), (day, date)
+        assert (out / "LATEST").read_text().strip() == quiet.run_id
+    assert open_state(state).last_run["newest_day"] == "2005-03-03T00:00:00+00:00"
+    once_more = run_daily(
+        _config(empty, out, date="2005-03-03", state=str(state)),
+        state,
+        retention_days=None,
+        encoder=HashEncoder(),
+    )
+    assert not once_more.stats.older_day
+    assert (out / "latest").resolve() == once_more.report_dir.resolve()
+    r3 = run_daily(_config(days[2], out), state, retention_days=None, encoder=HashEncoder())
+    assert not r3.stats.older_day and (out / "latest").resolve() == r3.report_dir.resolve()

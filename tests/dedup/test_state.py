@@ -575,6 +575,7 @@ def _edit_manifest(state: Path, key: str, value: object) -> None:
         ("last_run.counts.items_in", "6", "MANIFEST.json's last_run.counts has '6' for 'items_in'"),
         ("last_run.extra.merged_into", "x", "MANIFEST.json's last_run.extra has 'x' for 'merged_into'"),
         ("last_run.as_of", "x", "MANIFEST.json's last_run's as_of 'x' is not a time"),
+        ("last_run.newest_day", "x", "MANIFEST.json's last_run's newest_day 'x' is not a time"),
         ("last_run.run_id", ..., "MANIFEST.json's last_run has no 'run_id'"),
         ("last_run.input_key", ..., "MANIFEST.json's last_run has no 'input_key'"),
         (
