@@ -121,7 +121,7 @@ class Window:
     """The window's exact copies (the copies stage's; ``None`` before it ran)."""
     older_day: bool = False
     newest_day: pd.Timestamp | None = None
-    """The start of the newest day told by its ``--date``, this run's or a run's before it
+    """The start of the newest day told by its date (:func:`told_by_date`), this run's or a run's before it
     (:func:`newest_day`): the run record keeps it for the runs after."""
     held: tuple[str, ...] = ()
     """Ids of an older day's items that differ from the window's copies, which a later day's run read: kept
@@ -294,10 +294,10 @@ def older_day(
     without a date, has no day but the run's ``--date``: such a day is older only when that date ended
     (``day_end``, midnight after it in the run's time zone) by the state's reference time (a quiet or
     undated day run again after a later one); without a ``--date`` it is today's. ``seen``: the latest
-    time the window's items hold (:func:`latest_seen`): a reference time an ``--as-of`` pinned after it
-    makes no day older (:func:`day_clock`). ``newest``: the start of the newest day the runs before told by
-    its ``--date`` (:func:`newest_day`): a day before it is older, though a day without news left the
-    state's clock where it was.
+    time the window's items were dated with (:func:`latest_seen`): a reference time an ``--as-of`` pinned
+    after it makes no day older (:func:`day_clock`). ``newest``: the start of the newest day the runs
+    before told by its date (:func:`newest_day`): a day before it is older, though a day without news
+    left the state's clock where it was.
 
     Example:
         >>> from types import SimpleNamespace
@@ -326,28 +326,33 @@ def older_day(
 
 
 def latest_seen(items: pd.DataFrame) -> pd.Timestamp | None:
-    """The latest time the window's items hold: a ``published_at``, or, for an undated item, the time it
-    is kept from (``retain_from``); ``None`` for no item.
+    """The latest time the window's items were dated with (their ``published_at``); ``None`` for none.
+
+    An undated item's ``retain_from`` is not read: first seen under an ``--as-of``, it is the pinned clock,
+    which would move the days on as the pin does (the next day's file, dated before the pin, an older
+    day). An undated item's day is its run's ``--date``, or, run without ``--date`` and ``--as-of``, the day
+    the wall clock gave it (:func:`told_by_date`, kept as the run record's ``newest_day``); first seen
+    under a pin without a ``--date``, it has no day of its own. How long it is kept is its
+    ``retain_from`` still.
 
     >>> t = pd.to_datetime(["2026-11-25T09:00Z", None], utc=True)
-    >>> items = pd.DataFrame({"published_at": t, "retain_from": [t[0], pd.Timestamp("2026-11-26T00:00Z")]})
-    >>> str(latest_seen(items))
-    '2026-11-26 00:00:00+00:00'
+    >>> items = pd.DataFrame({"published_at": t, "retain_from": [t[0], pd.Timestamp("2026-11-28T00:00Z")]})
+    >>> str(latest_seen(items)), latest_seen(items.iloc[1:])
+    ('2026-11-25 09:00:00+00:00', None)
     """
     if not len(items):
         return None
-    published = pd.to_datetime(items["published_at"], utc=True)
-    latest = published.fillna(pd.to_datetime(items["retain_from"], utc=True)).max()
+    latest = pd.to_datetime(items["published_at"], utc=True).max()
     return None if pd.isna(latest) else pd.Timestamp(latest)
 
 
 def day_clock(as_of: Any, seen: pd.Timestamp | None, newest: pd.Timestamp | None = None) -> pd.Timestamp:
     """The time that tells a day older than the runs before it: the state's reference time ``as_of``, or,
-    when an ``--as-of`` pinned it after every item the window holds, the latest of them (``seen``,
-    :func:`latest_seen`): a pinned clock moves the window's retention on, not its days, so the newest day
-    run again and the next day's file are not older days. A day told by its ``--date`` (``newest``, the
-    start of the newest such day run: :func:`newest_day`) moves it on to its start, though a day without
-    news leaves the state's clock where it was.
+    when an ``--as-of`` pinned it after every dated item the window holds, the latest of their times
+    (``seen``, :func:`latest_seen`): a pinned clock moves the window's retention on, not its days, so the
+    newest day run again and the next day's file are not older days. A day told by its date (``newest``,
+    the start of the newest such day run: :func:`newest_day`) moves it on to its start, though a day
+    without news leaves the state's clock where it was.
 
     >>> str(day_clock("2026-11-27T00:00:00+00:00", pd.Timestamp("2026-11-25T09:00Z")))
     '2026-11-25 09:00:00+00:00'
@@ -361,24 +366,34 @@ def day_clock(as_of: Any, seen: pd.Timestamp | None, newest: pd.Timestamp | None
     return clock if newest is None else max(clock, pd.Timestamp(newest))
 
 
-def told_by_date(times: pd.Series, day: dt.date | None, timezone: str = "UTC") -> pd.Timestamp | None:
-    """The start of the run's ``day`` (its ``--date``) in ``timezone`` when that date tells the run's day: a
-    day without items, or with an item without a date (:func:`older_day`); ``None`` without a ``--date`` or
-    when every item is dated (their times tell the day).
+def told_by_date(
+    times: pd.Series, day: dt.date | None, timezone: str = "UTC", pinned: bool = False
+) -> pd.Timestamp | None:
+    """The start of the run's day in ``timezone`` when its date tells it (a day without items, or with an
+    item without a date: :func:`older_day`): its ``--date`` (``day``), or, without one, today
+    (:func:`day_start`) for a day whose items are all undated and whose clock is not ``pinned`` by
+    ``--as-of`` (the day its items are first seen on). ``None`` when every item is dated (their times tell
+    the day), and for undated items under a pin without a ``--date``: the pin is no day of theirs.
 
     >>> undated = pd.Series([pd.NaT], dtype="datetime64[ns, UTC]")
     >>> str(told_by_date(undated, dt.date(2026, 11, 26), "Asia/Taipei"))
     '2026-11-25 16:00:00+00:00'
     >>> told_by_date(undated.fillna(pd.Timestamp("2026-11-26T09:00Z")), dt.date(2026, 11, 26)) is None
     True
+    >>> told_by_date(undated, None, pinned=True) is None
+    True
     """
-    if day is None or (len(times) and times.notna().all()):
+    if len(times) and times.notna().all():
         return None
-    return day_begins(day, timezone)
+    if day is not None:
+        return day_begins(day, timezone)
+    if pinned or not len(times) or times.notna().any():
+        return None
+    return day_start(timezone)
 
 
 def newest_day(last: RunRecord | None, own: pd.Timestamp | None = None) -> pd.Timestamp | None:
-    """The start of the newest day told by its ``--date``: this run's (``own``, :func:`told_by_date`) or
+    """The start of the newest day told by its date: this run's (``own``, :func:`told_by_date`) or
     the one the state's ``last`` run recorded (its ``newest_day``: the newest of the runs before it), the
     later; ``None`` for none (a record written before it was kept has none).
 
@@ -790,7 +805,8 @@ def of_last_day(
 ) -> bool:
     """Whether a day's items, ``latest`` the time of its latest (:func:`day_of`), are of the day of the
     state's last run (its clock's date in ``timezone``, no later than ``seen``, the latest time the window's
-    items hold: :func:`day_clock`), that run not of an older day.
+    items were dated with, and no earlier than the newest day told by its date: :func:`day_clock`), that
+    run not of an older day.
 
     >>> last = RunRecord(run_id="r2", as_of="2026-11-25T15:00:00+00:00")
     >>> later, next_day = pd.Timestamp("2026-11-25T18:00Z"), pd.Timestamp("2026-11-26T01:00Z")
@@ -800,7 +816,7 @@ def of_last_day(
     if last is None or not last.run_id or last.older_day or not last.as_of or latest is None:
         return False
     day = pd.Timestamp(latest).tz_convert(timezone).date()
-    return bool(day == day_clock(last.as_of, seen).tz_convert(timezone).date())
+    return bool(day == day_clock(last.as_of, seen, newest_day(last)).tz_convert(timezone).date())
 
 
 def incremental_window(
@@ -839,7 +855,7 @@ def incremental_window(
     today["retain_from"] = pd.to_datetime(retain_from, utc=True).astype("datetime64[ns, UTC]")
     seen = latest_seen(state.items)
     older = older_day(state, times, day_end(day, timezone), seen, newest_day(last))
-    newest = newest_day(last, told_by_date(times, day, timezone))
+    newest = newest_day(last, told_by_date(times, day, timezone, pinned=daily.as_of is not None))
     latest = day_of(times, day, timezone)
     keep = later_versions(kept, latest, timezone) if older and len(times) else frozenset()
     classified = classify(today, kept, cutoff, keep)

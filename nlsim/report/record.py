@@ -484,10 +484,10 @@ class RunRecord:
     """A daily run of a day older than the runs before it (its items all dated before the state's clock):
     its report is in ``OUT/runs/<run id>/``, and ``OUT/latest`` still names the newer report."""
     newest_day: str | None = None
-    """The start (UTC) of the newest day told by its ``--date`` (a day without news, or one whose items have
-    no date) among this daily run's and the runs' before it on the state: a day before it is a day older
-    than the runs before it, though the state's clock stood still (``None``: no such day, or a record
-    written before it was kept)."""
+    """The start (UTC) of the newest day told by its date (a day without news, or one whose items have no
+    date: its ``--date``, else, run without ``--as-of``, today) among this daily run's and the runs' before
+    it on the state: a day before it is a day older than the runs before it, though the state's clock stood
+    still (``None``: no such day, or a record written before it was kept)."""
 
     @property
     def daily(self) -> bool:

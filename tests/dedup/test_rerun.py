@@ -507,3 +507,32 @@ def test_a_dated_day_run_again_after_a_later_day_without_news_leaves_latest_on_t
     assert (out / "latest").resolve() == once_more.report_dir.resolve()
     r3 = run_daily(_config(days[2], out), state, retention_days=None, encoder=HashEncoder())
     assert not r3.stats.older_day and (out / "latest").resolve() == r3.report_dir.resolve()
+
+
+@pytest.mark.slow
+def test_an_undated_item_first_seen_under_a_pinned_clock_does_not_move_the_days(tmp_path: Path) -> None:
+    """Day 1, then day 2 with one item undated, run with ``--as-of`` pinned two days after it: the undated
+    item is kept from the pinned clock, and that time made the next day, day 3, run without ``--as-of``
+    and dated before the pin but after every dated item, a day older than the runs before it (``latest``
+    stayed on day 2). The pin is no day of the undated item's: day 3 is the next day, published as
+    ``latest``, and the undated item is still kept from the pinned clock."""
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    day2 = pd.read_parquet(days[1])
+    day2.loc[day2["id"] == "e1", "published_at"] = pd.NaT
+    day2.to_parquet(tmp_path / "day2-undated.parquet", index=False)
+    state, out = tmp_path / "state", tmp_path / "out"
+    run_daily(_config(days[0], out), state, retention_days=None, encoder=HashEncoder())
+    pin = "2005-03-05T00:00:00+00:00"
+    r2 = run_daily(
+        _config(tmp_path / "day2-undated.parquet", out),
+        state,
+        retention_days=None,
+        as_of=pin,
+        encoder=HashEncoder(),
+    )
+    assert not r2.stats.older_day and (out / "latest").resolve() == r2.report_dir.resolve()
+    r3 = run_daily(_config(days[2], out), state, retention_days=None, encoder=HashEncoder())
+    assert not r3.stats.older_day and (out / "latest").resolve() == r3.report_dir.resolve()
+    assert (out / "LATEST").read_text().strip() == r3.run_id
+    kept = open_state(state).items.set_index("id")
+    assert kept.loc["e1", "retain_from"] == pd.Timestamp(pin)  # retention as before: from the pinned clock
