@@ -21,7 +21,7 @@ import pandas as pd
 
 from nlsim.conversion import convert
 from nlsim.encoders.scoring import as_pair_scorer
-from nlsim.errors import InputError
+from nlsim.errors import ConfigError
 from nlsim.evaluation.figures import pearson, spearman
 
 
@@ -79,23 +79,15 @@ def check_scorable(pairs: pd.DataFrame, source: str = "<pairs>") -> None:
         >>> check_scorable(pd.DataFrame({"score": [0.5]}), "p.tsv")
         Traceback (most recent call last):
         ...
-        nlsim.errors.InputError: p.tsv: field 'score': 1 pair(s); Spearman needs at least 3 pairs with ...
-
-    The pairs' file is bad input (:class:`~nlsim.errors.InputError`, exit status 1), not a usage error.
+        nlsim.errors.ConfigError: p.tsv: 1 pair(s); Spearman needs at least 3 pairs with different scores
     """
     if len(pairs) < 3:
-        raise InputError(
-            source,
-            None,
-            "score",
-            f"{len(pairs)} pair(s); Spearman needs at least 3 pairs with different scores",
+        raise ConfigError(
+            f"{source}: {len(pairs)} pair(s); Spearman needs at least 3 pairs with different scores"
         )
     if pairs["score"].nunique() < 2:
-        raise InputError(
-            source,
-            None,
-            "score",
-            f"every pair has the score {pairs['score'].iloc[0]:g}; Spearman is undefined",
+        raise ConfigError(
+            f"{source}: every pair has the score {pairs['score'].iloc[0]:g}; Spearman is undefined"
         )
 
 

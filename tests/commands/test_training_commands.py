@@ -10,7 +10,6 @@ import pytest
 from stsb_helpers import write_stsb_sample
 
 from nlsim.commands import annotate, calibrate, evaluate, finetune, learning_curve
-from tests.command import nlsim
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -308,23 +307,3 @@ def test_evaluate_refuses_an_unknown_split_naming_all_too(
         ConfigError, match=r"--split 'dev': unknown split \(give train, validation, test, or all"
     ):
         cli(argv)
-
-
-@pytest.mark.parametrize(
-    ("rows", "said"),
-    [
-        ("abc\txyz\t1.0\ttest\ndef\tuvw\t0.5\ttest\n", "2 pair(s); Spearman needs at least 3 pairs"),
-        ("abc\txyz\t1.0\ttest\ndef\tuvw\t1.0\ttest\nghi\trst\t1.0\ttest\n", "every pair has the score 1"),
-    ],
-)
-def test_evaluate_on_pairs_no_correlation_can_be_computed_on_is_bad_input(
-    tmp_path: Path, rows: str, said: str
-) -> None:
-    """A pair file's split with fewer than 3 pairs, or every pair with one score, is bad input (exit status
-    1, as the README says, as a split with no pairs is), naming the file and its field 'score': it exited 2,
-    the status of a usage error (a bad option)."""
-    pairs = tmp_path / "pairs.tsv"
-    pairs.write_text("text_a\ttext_b\tscore\tsplit\n" + rows, encoding="utf-8")
-    done = nlsim("evaluate", "--model", "tfidf-char2", "--pairs", pairs, "--convert", "none", cwd=tmp_path)
-    assert done.returncode == 1, done.stderr
-    assert f"{pairs} (test): field 'score': {said}" in done.stderr
