@@ -819,6 +819,23 @@ def of_last_day(
     return bool(day == day_clock(last.as_of, seen, newest_day(last)).tz_convert(timezone).date())
 
 
+def _days(
+    state: State,
+    last: RunRecord | None,
+    times: pd.Series,
+    day: dt.date | None,
+    timezone: str,
+    pinned: bool,
+) -> tuple[bool, pd.Timestamp | None, pd.Timestamp | None, pd.Timestamp | None]:
+    """Which day a daily run is: whether it is older than the runs before it (:func:`older_day`), the
+    newest day told by its date so far (:func:`newest_day`), the time of its latest item (:func:`day_of`),
+    and the latest time the window's items were dated with (:func:`latest_seen`)."""
+    seen = latest_seen(state.items)
+    older = older_day(state, times, day_end(day, timezone), seen, newest_day(last))
+    newest = newest_day(last, told_by_date(times, day, timezone, pinned=pinned))
+    return older, newest, day_of(times, day, timezone), seen
+
+
 def incremental_window(
     daily: StateSettings,
     corpus: Corpus,
@@ -853,10 +870,7 @@ def incremental_window(
     cutoff = ref - pd.Timedelta(days=float(daily.retention_days)) if daily.retention_days else None
     retain_from = times.where(times.notna(), ref)
     today["retain_from"] = pd.to_datetime(retain_from, utc=True).astype("datetime64[ns, UTC]")
-    seen = latest_seen(state.items)
-    older = older_day(state, times, day_end(day, timezone), seen, newest_day(last))
-    newest = newest_day(last, told_by_date(times, day, timezone, pinned=daily.as_of is not None))
-    latest = day_of(times, day, timezone)
+    older, newest, latest, seen = _days(state, last, times, day, timezone, pinned=daily.as_of is not None)
     keep = later_versions(kept, latest, timezone) if older and len(times) else frozenset()
     classified = classify(today, kept, cutoff, keep)
     check_not_all_too_old(corpus, classified, cutoff, ref)
