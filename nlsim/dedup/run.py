@@ -40,7 +40,7 @@ from nlsim.dedup.model_drop import model_drop, refusal
 from nlsim.dedup.paths import check_run_paths, held_paths
 from nlsim.dedup.settings import StateSettings
 from nlsim.dedup.state import carried_editors, move_aside, remove_unfinished
-from nlsim.dedup.window import Window, day_clock, latest_seen, newest_day, read_none
+from nlsim.dedup.window import Window, read_none
 from nlsim.errors import ConfigError
 from nlsim.evaluation.judge import Judgement, nothing_judged
 from nlsim.io.atomic import atomic_write_text
@@ -284,9 +284,8 @@ def all_seen(window: Window) -> bool:
 
 def _say_day(log: RunLog, settings: DedupConfig, window: Window, corpus: Corpus) -> None:
     """What a daily run says of a day run out of order, or with nothing new."""
-    if window.older_day and window.state is not None:
-        last = RunRecord.from_dict(window.state.last_run) if window.state.last_run else None
-        clock = day_clock(window.state.as_of, latest_seen(window.state.items), newest_day(last))
+    if window.older_day and window.state is not None and window.day_clock is not None:
+        clock = window.day_clock
         path, day = settings.input.corpus_path, settings.input.date
         times = corpus.frame["published_at"]
         if not window.counts.items_in:

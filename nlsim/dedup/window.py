@@ -120,6 +120,9 @@ class Window:
     copies: Copies | None = None
     """The window's exact copies (the copies stage's; ``None`` before it ran)."""
     older_day: bool = False
+    day_clock: pd.Timestamp | None = None
+    """The time that told this run's day older or not (:func:`day_clock`; ``None`` without a state clock):
+    what the run says an older day's items are dated before."""
     newest_day: pd.Timestamp | None = None
     """The start of the newest day told by its date (:func:`told_by_date`), this run's or a run's before it
     (:func:`newest_day`): the run record keeps it for the runs after."""
@@ -826,14 +829,17 @@ def _days(
     day: dt.date | None,
     timezone: str,
     pinned: bool,
-) -> tuple[bool, pd.Timestamp | None, pd.Timestamp | None, pd.Timestamp | None]:
+) -> tuple[bool, pd.Timestamp | None, pd.Timestamp | None, pd.Timestamp | None, pd.Timestamp | None]:
     """Which day a daily run is: whether it is older than the runs before it (:func:`older_day`), the
     newest day told by its date so far (:func:`newest_day`), the time of its latest item (:func:`day_of`),
-    and the latest time the window's items were dated with (:func:`latest_seen`)."""
+    the latest time the window's items were dated with (:func:`latest_seen`), and the clock the day was
+    told older by (:func:`day_clock`; ``None`` without a state clock)."""
     seen = latest_seen(state.items)
-    older = older_day(state, times, day_end(day, timezone), seen, newest_day(last))
+    before = newest_day(last)
+    older = older_day(state, times, day_end(day, timezone), seen, before)
     newest = newest_day(last, told_by_date(times, day, timezone, pinned=pinned))
-    return older, newest, day_of(times, day, timezone), seen
+    clock = None if state.as_of is None else day_clock(state.as_of, seen, before)
+    return older, newest, day_of(times, day, timezone), seen, clock
 
 
 def incremental_window(
@@ -870,7 +876,7 @@ def incremental_window(
     cutoff = ref - pd.Timedelta(days=float(daily.retention_days)) if daily.retention_days else None
     retain_from = times.where(times.notna(), ref)
     today["retain_from"] = pd.to_datetime(retain_from, utc=True).astype("datetime64[ns, UTC]")
-    older, newest, latest, seen = _days(state, last, times, day, timezone, pinned=daily.as_of is not None)
+    older, newest, latest, seen, clock = _days(state, last, times, day, timezone, daily.as_of is not None)
     keep = later_versions(kept, latest, timezone) if older and len(times) else frozenset()
     classified = classify(today, kept, cutoff, keep)
     check_not_all_too_old(corpus, classified, cutoff, ref)
@@ -911,6 +917,7 @@ def incremental_window(
         regroup=switch is not None,
         state=state,
         older_day=older,
+        day_clock=clock,
         newest_day=newest,
         held=classified.held,
         again=day,
