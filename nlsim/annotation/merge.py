@@ -71,7 +71,7 @@ from nlsim.io.pairs import (
     validate_pairs,
 )
 from nlsim.io.tables import compression, table_format
-from nlsim.progress import counted, say
+from nlsim.progress import counted, say, warn
 
 MERGE_LOCK_WAIT = 60.0
 """Seconds a merge waits for another merge into the same folder before it gives up."""
@@ -246,8 +246,32 @@ def merge_annotations(
     result = MergeResult(len(fresh), skipped, total, split, path, skipped_scored, notes_updated=renoted)
     result.merged_before = len(scored.again)
     kept.told(result)
+    _warn_unscored_overrules(fresh, overrule_rows(raw, filled, [], every=False), filled, pairs_file)
     log(_merge_said(result, skip_scored))
     return result
+
+
+def _warn_unscored_overrules(
+    fresh: pd.DataFrame, asked: set[int], filled: str | Path, pairs_file: str | Path
+) -> None:
+    """Warn of the rows of ``fresh`` (merged as new pairs) whose ``overrule`` cell is true (``asked``, sheet
+    rows): the page marked them where their pair was scored, yet the pair file scores no such pair (another
+    pair file than the report was given, or a row taken out of it since). Each is a valid verdict all the
+    same, merged as a new pair; the warning names the file, each sheet row and its item ids."""
+    if not asked or "id_a" not in fresh.columns or "id_b" not in fresh.columns:
+        return
+    rows = fresh.attrs.get("rows") or []
+    named = [
+        f"sheet row {r} ({item_id(a)}/{item_id(b)})"
+        for r, a, b in zip(rows, fresh["id_a"], fresh["id_b"], strict=True)
+        if r in asked
+    ]
+    if named:
+        warn(
+            f"{filled}: {len(named)} row(s) marked overrule on a pair nobody scored in {pairs_file}, merged "
+            "as new pairs, each the editor's verdict all the same (the page showed them scored: was it "
+            "given another pair file, or was the pair taken out of it since?): " + "; ".join(named)
+        )
 
 
 def _checked(

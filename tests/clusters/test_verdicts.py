@@ -555,6 +555,40 @@ def test_a_page_export_row_marked_overrule_merges_without_the_option(tmp_path: P
     assert (pairs.read_bytes(), store_path(pairs).read_bytes()) == kept
 
 
+def test_a_row_marked_overrule_on_a_pair_nobody_scored_is_merged_new_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The page sets `overrule` true on a mark made where the pair was scored; the pair file merged into
+    scores no such pair (another pair file than the report's, a row taken out since). The row is still a
+    valid verdict, merged as a new pair, but the merge says so, by file, sheet row and item ids."""
+    from nlsim.annotation.merge import merge_annotations
+    from nlsim.io import editor_file
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    rows = [("n6", "n7", "0", "true"), ("n8", "n9", "1", "false")]
+    path = tmp_path / "marks.csv"
+    pd.DataFrame(
+        {
+            "pair_id": [editor_file.pair_id(a, b) for a, b, _, _ in rows],
+            "id_a": [a for a, _, _, _ in rows],
+            "id_b": [b for _, b, _, _ in rows],
+            "text_a": [TITLES[a] for a, _, _, _ in rows],
+            "text_b": [TITLES[b] for _, b, _, _ in rows],
+            "score": [s for _, _, s, _ in rows],
+            "annotator": "desk",
+            editor_file.OVERRULE: [o for _, _, _, o in rows],
+        }
+    ).to_csv(path, index=False)
+    with caplog.at_level("WARNING", logger="nlsim"):
+        result = merge_annotations(path, pairs, log=lambda _: None)
+    assert (result.added, result.overruled) == (2, 0)
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1, warned
+    assert f"{path}: 1 row(s) marked overrule on a pair nobody scored in {pairs}" in warned[0]
+    assert "sheet row 2 (n6/n7)" in warned[0] and "n8" not in warned[0]
+    assert _acting(pairs) == ({("n8", "n9")}, {("n6", "n7")})
+
+
 def test_a_blank_row_skipped_with_skip_blank_is_not_refused_for_its_overrule_cell(tmp_path: Path) -> None:
     """``--skip-blank`` skips an unscored row whatever else it holds, its ``overrule`` cell as its
     ``marked_at`` one: a sheet of an unscored row left with ``maybe`` there merges its scored rows."""
