@@ -14,7 +14,7 @@ the same id in the browser (SHA-256 of the same bytes).
 
 Once merged, a pair's ``stratum`` starts with :data:`MERGED` (``editor-loop:``); a pair marked in the report
 page has ``report-page:`` after it. :func:`editor_labels` counts them per split (what a model's record and
-its report page say it was trained on).
+its report page say it was trained on), and the training pairs an editor overruled apart.
 
 Example:
     >>> pair_id("thuc-00012", "thuc-00345") == pair_id("thuc-00345", "thuc-00012")
@@ -200,22 +200,28 @@ class EditorLabels:
     """Pairs added by ``nlsim annotate merge`` (drawn files and report-page exports)."""
     from_page: dict[str, int] = field(default_factory=dict)
     """Of those, the pairs marked in a report page."""
+    overruled: dict[str, int] = field(default_factory=dict)
+    """The training pairs read with an editor's newer score over the pair file's (an overrule: the verdict
+    store holds it, the pair file keeps the annotators' score and row), counted apart from :attr:`merged`:
+    a pair an editor's file added and another editor overruled since is in both."""
 
     def as_dict(self) -> dict[str, dict[str, int]]:
         return asdict(self)
 
 
-def editor_labels(pairs: pd.DataFrame) -> EditorLabels:
-    """Count the merged and the report-page pairs of ``pairs`` per split (by their ``stratum``).
+def editor_labels(pairs: pd.DataFrame, overruled: int = 0) -> EditorLabels:
+    """Count the merged and the report-page pairs of ``pairs`` per split (by their ``stratum``), and the
+    ``overruled`` training pairs among them (read with an editor's newer score: the stratum does not say it).
 
     Example:
         >>> frame = pd.DataFrame({"split": ["train", "train", "validation"], "stratum": [
         ...     "lex-high", "editor-loop:report-page:near-miss", "editor-loop:e5"]})
-        >>> editor_labels(frame)
-        EditorLabels(merged={'train': 1, 'validation': 1}, from_page={'train': 1})
+        >>> editor_labels(frame, overruled=1)
+        EditorLabels(merged={'train': 1, 'validation': 1}, from_page={'train': 1}, overruled={'train': 1})
     """
+    over = {"train": int(overruled)} if overruled else {}
     if "stratum" not in pairs.columns or "split" not in pairs.columns:
-        return EditorLabels()
+        return EditorLabels(overruled=over)
     stratum = pairs["stratum"].fillna("").astype(str)
     merged = stratum.str.startswith(MERGED + ":") | (stratum == MERGED)
     page = stratum.str.startswith(f"{MERGED}:{PAGE}")
@@ -223,4 +229,5 @@ def editor_labels(pairs: pd.DataFrame) -> EditorLabels:
     return EditorLabels(
         merged={str(k): int(v) for k, v in splits[merged].value_counts().sort_index().items()},
         from_page={str(k): int(v) for k, v in splits[page].value_counts().sort_index().items()},
+        overruled=over,
     )

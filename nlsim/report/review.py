@@ -294,11 +294,23 @@ def review_script() -> str:
 
 def editor_labels_text(labels: dict[str, Any] | None) -> str:
     """The model card's words on the editors' labels a model was trained on ('' for a model without the
-    record: trained before it was kept)."""
+    record: trained before it was kept), the training pairs an editor overruled said apart (a record kept
+    before they were counted says none).
+
+    >>> labels = {"merged": {"train": 3}, "from_page": {}, "overruled": {"train": 2}}
+    >>> editor_labels_text(labels).split("; ")[-1]
+    '2 training pairs read with an editor’s newer score over the pair file’s (overruled)'
+    """
     if labels is None:
         return ""
     merged = labels.get("merged") or {}
     page = labels.get("from_page") or {}
     train, validation = int(merged.get("train", 0)), int(merged.get("validation", 0))
     text = f"{train:,} training pairs from editors’ files (and {validation:,} validation pairs)"
-    return text + f"; {int(page.get('train', 0)):,} of them marked in a report page"
+    text += f"; {int(page.get('train', 0)):,} of them marked in a report page"
+    overruled = int((labels.get("overruled") or {}).get("train", 0))
+    if overruled:
+        pairs = "pair" if overruled == 1 else "pairs"
+        text += f"; {overruled:,} training {pairs} read with an editor’s newer score over the pair file’s "
+        text += "(overruled)"
+    return text

@@ -25,11 +25,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from nlsim.clusters.constraints import pair_key
 from nlsim.clusters.verdicts import TrainingPairs, training_pairs
 from nlsim.errors import ConfigError
 from nlsim.evaluation.metrics import convert_texts
 from nlsim.io.atomic import file_sha256
-from nlsim.io.pairs import count_once, load_pairs, split_counts, validate_pairs, warn_unsplit
+from nlsim.io.pairs import count_once, item_id, load_pairs, split_counts, validate_pairs, warn_unsplit
 from nlsim.training.config import MIN_TRAIN_PAIRS, FinetuneConfig
 
 MIN_VALIDATION_PAIRS = 3
@@ -128,6 +129,16 @@ class PreparedPairs:
     annotated: set[tuple[str, str]] = field(default_factory=set)
     overruled: int = 0
     """Training pairs read with an editor's newer score over the pair file's (overruled)."""
+    overruled_keys: frozenset[tuple[str, str]] = frozenset()
+    """Those pairs, as :func:`~nlsim.clusters.constraints.pair_key` (:meth:`overruled_in_train` counts the
+    ones among :attr:`train`, the training subset drawn)."""
+
+    def overruled_in_train(self) -> int:
+        """How many pairs of :attr:`train` were read with an editor's newer score (:attr:`overruled_keys`)."""
+        if not self.overruled_keys or "id_a" not in self.train.columns or "id_b" not in self.train.columns:
+            return 0
+        ids = zip(self.train["id_a"], self.train["id_b"], strict=True)
+        return sum(1 for a, b in ids if pair_key(item_id(a), item_id(b)) in self.overruled_keys)
 
 
 def overruled_note(n: int) -> str:
@@ -160,11 +171,13 @@ def prepare_pairs(cfg: FinetuneConfig, pairs: pd.DataFrame | None = None) -> Pre
     cfg.check()
     data_files: dict[str, str] = {}
     overruled = 0
+    overruled_keys: frozenset[tuple[str, str]] = frozenset()
     if pairs is None:
         if not cfg.data.pairs:
             raise ConfigError("no pairs given (cfg.data.pairs or pairs=)")
         read = read_for_training(cfg.data.pairs)
         pairs, overruled = read.pairs, len(read.overruled)
+        overruled_keys = frozenset(v.key for v in read.overruled)
         data_files[str(cfg.data.pairs)] = file_sha256(cfg.data.pairs)
         if read.store is not None:
             data_files[str(read.store)] = file_sha256(read.store)
@@ -180,4 +193,4 @@ def prepare_pairs(cfg: FinetuneConfig, pairs: pd.DataFrame | None = None) -> Pre
     annotated = {(min(a, b), max(a, b)) for a, b in zip(every["text_a"], every["text_b"], strict=True)}
     if not cfg.evaluation.eval_test:
         test = test.iloc[0:0]
-    return PreparedPairs(train, val, test, data_files, held_out, annotated, overruled)
+    return PreparedPairs(train, val, test, data_files, held_out, annotated, overruled, overruled_keys)

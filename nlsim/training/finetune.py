@@ -91,7 +91,8 @@ class FinetuneResult:
     silver: dict[str, Any] | None = None
     reranker: dict[str, Any] | None = None
     editor_labels: dict[str, dict[str, int]] | None = None
-    """The pairs merged from editors' files (:func:`nlsim.io.editor_file.editor_labels`), per split."""
+    """The pairs merged from editors' files (:func:`nlsim.io.editor_file.editor_labels`), per split, and
+    apart (``overruled``) the training pairs read with an editor's newer score from the verdict store."""
     validation_scores: ScoredValidation | None = None
     """The model's own scores of the validation pairs (in memory for the chain; not in ``training.json``)."""
 
@@ -137,7 +138,9 @@ def make_result(
         data_files=data.data_files,
         silver=silver.summary() if silver is not None else None,
         reranker=reranker_summary(reranker) if reranker is not None else None,
-        editor_labels=editor_labels(pd.concat([data.train, data.validation])).as_dict(),
+        editor_labels=editor_labels(
+            pd.concat([data.train, data.validation]), overruled=data.overruled_in_train()
+        ).as_dict(),
     )
 
 

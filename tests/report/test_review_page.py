@@ -312,7 +312,7 @@ def test_exported_marks_merge_once_and_change_the_training_fingerprint(chromium:
     assert "the annotated pairs changed since v0001-" in second.stderr
     version = Path(after["candidate"]["path"])
     trained = json.loads((version / "training.json").read_text())
-    assert trained["editor_labels"] == {"merged": {"train": 3}, "from_page": {"train": 3}}
+    assert trained["editor_labels"] == {"merged": {"train": 3}, "from_page": {"train": 3}, "overruled": {}}
 
     # and the next report with that model says so on its page
     proc = nlsim(

@@ -157,6 +157,29 @@ def test_prepare_pairs_reads_an_overruled_training_pair_with_the_editors_score(t
     assert list(after.data_files) == [str(pairs), str(pairs) + ".verdicts.csv"]
 
 
+def test_the_training_record_counts_the_training_pairs_an_editor_overruled_apart(tmp_path: Path) -> None:
+    """``editor_labels`` counted the rows merged into the pair file (``merged``, ``from_page``): an overrule,
+    which the verdict store holds and the pair file does not, was in neither, while training read the
+    editor's score for it. The record keeps both counts as they were and counts the training pairs read with
+    an editor's newer score apart (``overruled``), and the model card says it."""
+    from nlsim.report.review import editor_labels_text
+    from nlsim.training.config import FinetuneConfig
+    from nlsim.training.data import prepare_pairs
+    from nlsim.training.finetune import make_result
+
+    pairs = _overruled_pair_file(tmp_path)
+    cfg = FinetuneConfig.of(pairs=str(pairs), conversion="none", eval_test=True)
+    run = {"best": {}, "history": [], "seconds_per_epoch": [], "steps": 0}
+    run |= {"trainable_parameters": 0, "total_parameters": 0}
+    before = make_result(cfg, prepare_pairs(cfg), run, {}, None, 0.0).editor_labels
+    assert before == {"merged": {}, "from_page": {}, "overruled": {}}
+    _overrule(pairs, "t0", "t1", "0")
+    labels = make_result(cfg, prepare_pairs(cfg), run, {}, None, 0.0).editor_labels
+    assert labels == {"merged": {}, "from_page": {}, "overruled": {"train": 1}}
+    said = editor_labels_text(labels)
+    assert "1 training pair read with an editor’s newer score over the pair file’s (overruled)" in said, said
+
+
 def test_prepare_pairs_counts_a_pair_pasted_twice_once(tmp_path: Path) -> None:
     """A training and a validation pair each given again in a second row (ids in either order, one score):
     training and the checkpoint's validation read each pair once, as ``nlsim evaluate`` and ``nlsim
