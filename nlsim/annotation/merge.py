@@ -34,6 +34,7 @@ from nlsim.annotation.validate import (
     one_line_notes,
     overrule_rows,
     read_filled,
+    same_text,
     split_problems,
     unescape_cells,
     validate_filled,
@@ -154,6 +155,10 @@ class MergeResult:
     or a mark kept superseded), each with another note than the one kept with its decision among the
     earlier ones on its pair (a note edited on the page since): the edited note is kept with that decision
     now (the note of the decision that stands is its own editor's), said with the note it replaces."""
+    new_text: tuple[str, ...] = ()
+    """Of the pairs overruled (:attr:`overruled`), each (``id_a/id_b``) decided on another text of an item
+    than the pair file holds (the item's headline edited since the pair was scored, as the page showed it):
+    the verdict records the new text's hash and acts on it; the pair file keeps the text it was scored on."""
     earliest: tuple[str, ...] = ()
     """Overruling rows of a mark made before the decision that holds on a pair an editor's file added:
     each is the pair file's row of its pair now, and the decision that holds overrules it, as had the
@@ -224,14 +229,17 @@ def merge_annotations(
         _refuse_editors_file(pairs_file, original)
         existing = validate_pairs(original, target, repeated_scores="refuse", misread="refuse")
         intent |= _kept_marks(new, existing, decided, path, intent)
-        new, found = check_texts(new, known_texts(existing, pairs_file, corpus, text_field), filled, corpus)
+        renewed = _overruling_training_rows(new, existing, intent)
+        known = known_texts(existing, pairs_file, corpus, text_field)
+        new, found = check_texts(new, known, filled, corpus, renewed=renewed)
         new = _notes_for(fmt, new, log)
         early += cell_problems(new, columns_of(original, new)[0], filled, pairs_file)
-        scored = _checked(new, existing, decided, path, intent, filled, skip_scored, found, early)
+        scored = _checked(new, existing, decided, path, intent, filled, skip_scored, found, early, renewed)
         fresh, newer, skipped_scored = _parted(new, scored, skip_scored, filled, pairs_file)
         label = f"{pairs_file} merged with {filled}"
         notes, renoted = _renoted(new, original, scored.again)
         first = _earliest(newer, scored.overrules, path, existing, decided)
+        first = {r: k for r, k in first.items() if r not in _new_text_rows(newer, scored.overrules)}
         earlier = _earliest_rows(newer, original, first)
         if len(fresh) or notes or earlier[1]:
             body = appended(original, fresh, split, fmt, data, label, notes, earlier)
@@ -284,10 +292,12 @@ def _checked(
     skip_scored: bool,
     found: list[InputError],
     early: list[InputError],
+    renewed: set[int],
 ) -> Scored:
     """The editor's rows ``new`` checked against the pair file at ``path`` (:func:`check_new`, every problem
-    named at once), knowing the decisions merged before (:func:`_merged_before`) and the marks that
-    ``--overrule`` would not merge as a newer decision (:func:`_not_overruling`)."""
+    named at once), knowing the decisions merged before (:func:`_merged_before`), the marks that
+    ``--overrule`` would not merge as a newer decision (:func:`_not_overruling`) and the overruling rows
+    that may give an item its new text (``renewed``: :func:`_overruling_training_rows`)."""
     stale = _not_overruling(new, existing, decided, path)
     return check_new(
         new,
@@ -301,7 +311,44 @@ def _checked(
         again=_merged_before(new, existing, decided, path, intent),
         older=stale["older"],
         history=stale["history"],
+        renewed=renewed,
     )
+
+
+def _new_text_rows(newer: pd.DataFrame, rows: dict[int, PairRow]) -> set[int]:
+    """The overruling rows of ``newer`` (sheet rows, each with its pair's row of the pair file in ``rows``)
+    that give an item another text than the pair file's row: such a mark is never written over that row
+    (:func:`_earliest`), which keeps the text the pair was scored on; made before the decision that holds,
+    it is kept among the pair's earlier decisions."""
+    out: set[int] = set()
+    if newer.empty or "id_a" not in newer.columns or "id_b" not in newer.columns:
+        return out
+    for r, a, b, ta, tb in zip(
+        newer.attrs["rows"], newer["id_a"], newer["id_b"], newer["text_a"], newer["text_b"], strict=True
+    ):
+        pair = rows.get(int(r))
+        if pair is None:
+            continue
+        held = {pair.id_a: pair.text_a, pair.id_b: pair.text_b}
+        if not (same_text(str(ta), held[item_id(a)]) and same_text(str(tb), held[item_id(b)])):
+            out.add(int(r))
+    return out
+
+
+def _overruling_training_rows(new: pd.DataFrame, existing: pd.DataFrame, intent: set[int]) -> set[int]:
+    """The sheet rows of ``new`` meant to overrule (``intent``) whose pair the pair file scores by the same
+    item ids in its training split: such a mark, made in the page on an item's headline edited since the
+    pair was scored, decides on the new text (:func:`~nlsim.annotation.validate.check_texts` allows it
+    where the export's hash vouches for it); the verdict records it, the pair file keeps its row."""
+    if not intent or "id_a" not in new.columns or "id_b" not in new.columns:
+        return set()
+    training = {k for k, r in pair_rows(existing).items() if r.split == ACTING_SPLIT}
+    rows = [int(r) for r in (new.attrs.get("rows") or range(1, len(new) + 1))]
+    return {
+        r
+        for r, a, b in zip(rows, new["id_a"], new["id_b"], strict=True)
+        if r in intent and pair_key(item_id(a), item_id(b)) in training
+    }
 
 
 def _read_filled(
@@ -399,6 +446,12 @@ def _merge_said(result: MergeResult, skip_scored: bool) -> str:
             f"; {result.overruled} training pair(s) overruled{confirming}: the editor's newer decision is "
             f"their verdict in {result.verdicts} (the earlier kept with it; the pair file keeps its score) "
             "and the next training reads it"
+        )
+    if result.new_text:
+        said += (
+            f"; of them, {len(result.new_text)} decided on a text that changed since the pair was scored "
+            f"({', '.join(result.new_text)}): the verdict acts on the new text, the pair file keeps the text "
+            "it was scored on"
         )
     if result.already_held:
         said += (
@@ -695,6 +748,7 @@ class _Kept:
     renoted_earlier: tuple[str, ...] = ()
     confirmed: int = 0
     earliest: tuple[str, ...] = ()
+    new_text: tuple[str, ...] = ()
 
     def told(self, result: MergeResult) -> None:
         """Put what was done to the verdict store into the merge's ``result``."""
@@ -705,7 +759,7 @@ class _Kept:
             self.renoted_earlier,
             self.confirmed,
         )
-        result.earliest = self.earliest
+        result.earliest, result.new_text = self.earliest, self.new_text
 
 
 @dataclass(frozen=True)
@@ -847,8 +901,15 @@ def _sorted_out(
         tuple(renoted_earlier),
         sum(1 for v in overrules if _confirms_held(v)),
         tuple(earliest),
+        tuple(f"{v.id_a}/{v.id_b}" for v in overrules if _on_new_text(v, by_key[v.key])),
     )
     return kept, overrules, amended
+
+
+def _on_new_text(v: Verdict, row: PairRow) -> bool:
+    """Whether ``v`` was decided on another text of an item than the pair file's ``row`` holds (the page
+    showed the item's headline edited since the pair was scored)."""
+    return bool(v.text_changed({row.id_a: row.text_a, row.id_b: row.text_b}))
 
 
 def _confirms_held(v: Verdict) -> bool:

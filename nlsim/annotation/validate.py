@@ -638,9 +638,16 @@ def check_texts(
     known: dict[str, tuple[str, str]],
     filled: str | Path,
     corpus: str | Path | None = None,
+    renewed: set[int] | None = None,
 ) -> tuple[pd.DataFrame, list[InputError]]:
     """Each row's texts as the editors' file means them, checked against what is known of its items, and
     every problem found (none raised here: the merge names them all at once, :func:`check_new`).
+
+    A row of ``renewed`` (sheet rows: an editor's mark overruling a training pair of the pair file) may
+    give an item another text than its known one when its hash vouches for it (the text the page showed:
+    the item's headline edited since the pair was scored): the editor decided on the new text, which the
+    verdict records (the pair file keeps the text the pair was scored on). Its ids swapped are refused all
+    the same.
 
     A text cell with an apostrophe in front of a formula character is read without it, unless its hash or
     its item's known text is the cell as written. A text that is its item's known text but for white space
@@ -666,6 +673,7 @@ def check_texts(
         row = int(rows[i])
         ids = {s: item_id(new[f"id_{s}"].iloc[i]) if has_ids else "" for s in "ab"}
         chosen: dict[str, str] = {}
+        vouched: set[str] = set()  # the sides whose text the page showed (by its hash)
         for side in "ab":
             tcol, hcol = f"text_{side}", f"sha256_{side}"
             raw = str(new[tcol].iloc[i])
@@ -673,6 +681,8 @@ def check_texts(
             digest = "" if hcol not in new.columns or is_blank(new[hcol].iloc[i]) else str(new[hcol].iloc[i])
             options = _hashed(options, digest.strip().lower(), filled, row, side, problems) or [raw]
             hashed = bool(digest) and editor_file.text_sha256(options[-1]) == digest.strip().lower()
+            if hashed:
+                vouched.add(side)
             item = known.get(ids[side])
             why = _unknown_id(ids[side], known, corpus)
             if why is not None:
@@ -683,35 +693,44 @@ def check_texts(
                 chosen[side] = one_line(options[-1])
             else:  # typed: a line break or a tab inside is refused, to remove by hand; white space around
                 chosen[side] = options[-1].strip()  # it aside, as a report reads its item's title
-        for side, other in (("a", "b"), ("b", "a")):
-            item = known.get(ids[side])
-            if item is None or same_text(chosen[side], item[0]):
-                continue
-            if same_text(chosen[other], item[0]):
-                problems.append(
-                    _sheet(
-                        filled,
-                        row,
-                        f"id_{side}",
-                        f"id_a {ids['a']!r} and id_b {ids['b']!r} look swapped: text_{other} is the text of "
-                        f"{ids[side]!r} in {item[1]}; keep each id beside its own text",
-                    )
-                )
-                break
-            problems.append(
-                _sheet(
-                    filled,
-                    row,
-                    f"text_{side}",
-                    f"item {ids[side]!r} has another text than in {item[1]} ({item[0]!r})",
-                )
-            )
+        allowed = vouched if row in (renewed or set()) else set()
+        problems += _known_text_problems(filled, row, ids, chosen, known, allowed)
         texts["a"].append(chosen["a"])
         texts["b"].append(chosen["b"])
     out = new.copy()
     out["text_a"], out["text_b"] = texts["a"], texts["b"]
     out.attrs = dict(new.attrs)
     return out, problems
+
+
+def _known_text_problems(
+    filled: str | Path,
+    row: int,
+    ids: dict[str, str],
+    chosen: dict[str, str],
+    known: dict[str, tuple[str, str]],
+    allowed: set[str],
+) -> list[InputError]:
+    """The problems of a row's texts (``chosen``, by side) with its items' ``known`` texts: ids swapped with
+    their texts left in place, or an item given another text, but on a side ``allowed`` (an overruling
+    mark's text the page showed: the item's new text, which the verdict records)."""
+    problems: list[InputError] = []
+    for side, other in (("a", "b"), ("b", "a")):
+        item = known.get(ids[side])
+        if item is None or same_text(chosen[side], item[0]):
+            continue
+        if same_text(chosen[other], item[0]):
+            why = (
+                f"id_a {ids['a']!r} and id_b {ids['b']!r} look swapped: text_{other} is the text of "
+                f"{ids[side]!r} in {item[1]}; keep each id beside its own text"
+            )
+            problems.append(_sheet(filled, row, f"id_{side}", why))
+            break
+        if side in allowed:
+            continue  # decided on the item's new text: the verdict records it, the pair file keeps its own
+        why = f"item {ids[side]!r} has another text than in {item[1]} ({item[0]!r})"
+        problems.append(_sheet(filled, row, f"text_{side}", why))
+    return problems
 
 
 def _conflicts(
@@ -940,6 +959,7 @@ def check_new(
     again: set[int] | None = None,
     older: dict[int, str] | None = None,
     history: dict[int, str] | None = None,
+    renewed: set[int] | None = None,
 ) -> Scored:
     """Refuse the editors' file naming every problem at once, one line a row and field: ``early`` (the
     file's own, :func:`validate_filled`, and the cells the pair file cannot hold, :func:`cell_problems`),
@@ -950,7 +970,8 @@ def check_new(
     merge skips it, and what else its row holds, kept nowhere). A conflict ``older`` names (sheet rows
     ``--overrule`` would not merge: merged before, each said with why) is said so, and so is one
     ``history`` names (sheet rows marked before the decision that holds on their pair, each said with it:
-    ``--overrule`` merges such a row into the pair's history, not acting). Returns the rows the pair file
+    ``--overrule`` merges such a row into the pair's history, not acting). A row ``renewed`` names (sheet
+    rows) may give an item a new text (:func:`check_texts` checked it). Returns the rows the pair file
     already scores."""
     conflicts, other = _conflicts(new, existing, filled, pairs_file)
     scored = _scored(new, existing, conflicts, filled, intent or set(), again, older, history)
@@ -960,6 +981,8 @@ def check_new(
         early = [e for e in early if e.row not in scored.skipped]
         found = [e for e in found if e.row not in scored.skipped]
     texts_named = {e.row for e in found}  # a row's texts are checked once: other is the same check
+    # a renewed row's texts were checked by check_texts, which allows a new text the page showed
+    other = [e for e in other if not (e.row in (renewed or set()) and e.field in ("text_a", "text_b"))]
     problems = _unique(
         [
             *early,

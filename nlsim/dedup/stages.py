@@ -1333,7 +1333,9 @@ def editors(opts: ClusteringSettings, window: Window) -> EditorsInput:
         say(
             f"{len(checked.text_changed)} editors' verdict(s) were given on another text than an item of "
             f"theirs carries now ({shown}{f' and {more} more' if more > 0 else ''}): they do not act until "
-            "an editor decides on the new text"
+            "an editor decides on the new text (mark the pair in the report page, in its cluster or by "
+            "picking its two items: the export, merged with nlsim annotate merge, is the pair's verdict on "
+            "the new text; then give the next run the pair file: --annotated-pairs, annotated_pairs)"
         )
     return checked
 

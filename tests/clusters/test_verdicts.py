@@ -589,6 +589,84 @@ def test_a_row_marked_overrule_on_a_pair_nobody_scored_is_merged_new_with_a_warn
     assert _acting(pairs) == ({("n8", "n9")}, {("n6", "n7")})
 
 
+def _marks_on(path: Path, rows: list[tuple[str, str, str, str, str, str]], hashed: bool = True) -> Path:
+    """A page export at ``path`` of ``rows`` (id_a, id_b, text_a, text_b, score, overrule) by bob, marked
+    in two minutes; without ``hashed``, a drawn file's columns (no hashes, mark times or overrule)."""
+    import datetime as dt
+
+    from nlsim.io import editor_file
+
+    frame = pd.DataFrame(
+        {
+            "pair_id": [editor_file.pair_id(r[0], r[1]) for r in rows],
+            "id_a": [r[0] for r in rows],
+            "id_b": [r[1] for r in rows],
+            "text_a": [r[2] for r in rows],
+            "text_b": [r[3] for r in rows],
+            "score": [r[4] for r in rows],
+            "annotator": "bob",
+        }
+    )
+    if hashed:
+        frame["sha256_a"] = [editor_file.text_sha256(r[2]) for r in rows]
+        frame["sha256_b"] = [editor_file.text_sha256(r[3]) for r in rows]
+        later = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=2)  # after the decisions merged just now
+        frame[editor_file.MARKED_AT] = later.isoformat(timespec="seconds")
+        frame[editor_file.OVERRULE] = [r[5] for r in rows]
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_a_verdict_whose_text_changed_is_decided_again_on_the_new_text_by_a_page_mark(tmp_path: Path) -> None:
+    """An editor overruled n0/n1 (the annotators' 0.75) with 0; n0's headline was edited since, so a daily
+    run says the verdict does not act "until an editor decides on the new text". The editor marks the pair
+    in the page, on the new text: the merge refused it (n0 "has another text than in" the pair file), so no
+    decision could be made. A page mark overruling a training pair, its new text vouched for by its hash, is
+    the pair's newer verdict on that text (the pair file keeps the row and text the annotators scored, as
+    any overrule leaves it; the earlier decisions are kept with it), and acts on the new text. A text no
+    hash vouches for, or a new pair naming the item with its new text, is refused as before."""
+    from nlsim.annotation.merge import merge_annotations
+    from nlsim.dedup.editors import read_editors
+    from nlsim.io.editor_file import text_sha256
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    _merge(pairs, [("n0", "n1", "0")], name="m1.csv", overrule=True)
+    edited = TITLES["n0"] + ", updated"
+    titles = {"n0": edited, "n1": TITLES["n1"]}
+    assert read_editors(pairs, None).checked_texts(titles).text_changed == {("n0", "n1")}
+    kept = (pairs.read_bytes(), store_path(pairs).read_bytes())
+
+    drawn = _marks_on(tmp_path / "drawn.csv", [("n0", "n1", edited, TITLES["n1"], "1", "")], hashed=False)
+    with pytest.raises(InputError) as err:  # typed by hand: nothing vouches for the new text
+        merge_annotations(drawn, pairs, overrule=True, log=lambda _: None)
+    assert "sheet row 2, field 'text_a': item 'n0' has another text than in" in str(err.value)
+    both = [("n0", "n1", edited, TITLES["n1"], "1", "true"), ("n0", "n6", edited, TITLES["n6"], "1", "false")]
+    with pytest.raises(InputError) as err:  # a new pair would give the pair file two texts for n0
+        merge_annotations(_marks_on(tmp_path / "both.csv", both), pairs, log=lambda _: None)
+    assert "sheet row 3, field 'text_a': item 'n0' has another text than in" in str(err.value)
+    assert "sheet row 2" not in str(err.value)
+    assert (pairs.read_bytes(), store_path(pairs).read_bytes()) == kept
+
+    said: list[str] = []
+    marks = _marks_on(tmp_path / "marks-bob.csv", [("n0", "n1", edited, TITLES["n1"], "1", "true")])
+    result = merge_annotations(marks, pairs, log=said.append)
+    assert result.overruled == 1 and pairs.read_bytes() == kept[0]
+    assert any("1 decided on a text that changed since the pair was scored (n0/n1)" in x for x in said), said
+    (v,) = load_verdicts(store_path(pairs)).records
+    assert (v.score, v.annotator, v.sha256_a, v.sha256_b) == (
+        1.0,
+        "bob",
+        text_sha256(edited),
+        text_sha256(TITLES["n1"]),
+    )
+    assert [(d.score, d.annotator) for d in v.earlier] == [(0.75, ""), (0.0, "desk")]
+    now = read_editors(pairs, None).checked_texts(titles)
+    assert now.text_changed == frozenset() and now.constraints().must_link == {("n0", "n1")}
+    # the same export merged again: the decision holds, nothing changes
+    again = merge_annotations(marks, pairs, log=lambda _: None)
+    assert (again.overruled, again.already_held) == (0, 1)
+
+
 def test_a_blank_row_skipped_with_skip_blank_is_not_refused_for_its_overrule_cell(tmp_path: Path) -> None:
     """``--skip-blank`` skips an unscored row whatever else it holds, its ``overrule`` cell as its
     ``marked_at`` one: a sheet of an unscored row left with ``maybe`` there merges its scored rows."""

@@ -1319,7 +1319,58 @@ def test_a_verdict_given_on_a_text_that_has_changed_no_longer_acts(
     assert got.get("a") is not None and got.get("a") == got.get("c")  # the same title again: one story
     assert two.stats.editors is not None and two.stats.editors.text_changed == [["a", "c"]]
     assert "another text than an item of theirs carries now (a/c)" in caplog.text
+    assert "merged with nlsim annotate merge, is the pair's verdict on the new text" in caplog.text
     assert len(open_state(state).verdicts) == 1  # kept: it acts again if an editor's text comes back
+
+
+@pytest.mark.slow
+def test_an_editors_mark_on_the_new_text_makes_a_verdict_whose_text_changed_act_again(tmp_path: Path) -> None:
+    """Day 2's run says the editors' "not the same story" on a/c does not act (c's title changed to a's)
+    until an editor decides on the new text. The editor marks the pair again in day 2's page, on the new
+    text (the page's export: the texts' hashes, the mark's time, ``overrule`` true on a scored training
+    pair), and the merge takes it (it refused the new text before); day 3, given the pair file, honours the
+    verdict: a and c are kept apart again, no verdict set aside for its text."""
+    import datetime as dt
+
+    from nlsim.annotation.merge import merge_annotations
+    from nlsim.io import editor_file
+
+    first = {"a": "alpha beta gamma delta", "c": "kappa lambda mu nu", "e": "omicron pi rho sigma"}
+    days = [first, {"c": first["a"]}, {"g": "tau upsilon phi chi"}]
+    pairs = _days_and_a_verdict(tmp_path, days, ("a", "c", "0"))
+    enc, state = HashEncoder(), tmp_path / "state"
+    run_daily(
+        _config(tmp_path / "day1.parquet", tmp_path / "out", annotated_pairs=str(pairs)), state, encoder=enc
+    )
+    two = run_daily(_config(tmp_path / "day2.parquet", tmp_path / "out"), state, encoder=enc)
+    assert two.stats.editors is not None and two.stats.editors.text_changed == [["a", "c"]]
+    joined = state_assignment(state)
+    assert joined.get("a") is not None and joined.get("a") == joined.get("c")  # one title: one story
+    later = (dt.datetime.now(dt.UTC) + dt.timedelta(minutes=2)).isoformat(timespec="seconds")
+    marks = tmp_path / "marks-day2.csv"
+    pd.DataFrame(
+        {
+            "pair_id": [editor_file.pair_id("a", "c")],
+            "id_a": ["a"],
+            "id_b": ["c"],
+            "text_a": [first["a"]],
+            "text_b": [first["a"]],
+            "score": ["0"],
+            "annotator": "desk",
+            "sha256_a": [editor_file.text_sha256(first["a"])],
+            "sha256_b": [editor_file.text_sha256(first["a"])],
+            editor_file.MARKED_AT: [later],
+            editor_file.OVERRULE: ["true"],
+        }
+    ).to_csv(marks, index=False)
+    assert merge_annotations(marks, pairs, log=lambda _: None).new_text == ("a/c",)
+    three = run_daily(
+        _config(tmp_path / "day3.parquet", tmp_path / "out", annotated_pairs=str(pairs)), state, encoder=enc
+    )
+    assert three.stats.editors is not None and three.stats.editors.text_changed == []
+    assert three.stats.editors.cannot_link == 1
+    got = state_assignment(state)
+    assert got.get("a") is None or got.get("a") != got.get("c")  # kept apart again
 
 
 @pytest.mark.slow
