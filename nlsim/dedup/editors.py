@@ -83,9 +83,17 @@ class EditorsInput:
         return sorted(pair_id(a, b) for a, b in pairs if a in known and b in known)
 
     def acting_verdicts(self) -> list[Verdict]:
-        """The verdicts that act on clusters: on training pairs, none held out (validation and test pairs
-        of the annotated pair file never act, whatever the store says)."""
-        return [v for v in self.verdicts.acting() if v.key not in self.held_out]
+        """The verdicts that act on clusters and topics: on training pairs, none held out (validation and
+        test pairs of the annotated pair file never act, whatever the store says), none whose text changed
+        (:meth:`checked_texts`), as :meth:`constraints` has them.
+
+        >>> from nlsim.io.editor_file import text_sha256
+        >>> v = Verdict("a", "b", 0.0, sha256_a=text_sha256("Floods"), sha256_b=text_sha256("Storm"))
+        >>> EditorsInput(Verdicts.from_records([v])).checked_texts({"a": "Floods north"}).acting_verdicts()
+        []
+        """
+        off = self.held_out | self.text_changed
+        return [v for v in self.verdicts.acting() if v.key not in off]
 
     def constraints(self) -> LinkConstraints:
         """The acting verdicts (training pairs, none held out, none whose text changed) as must-links and

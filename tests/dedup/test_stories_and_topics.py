@@ -153,6 +153,34 @@ def test_an_editors_verdict_below_the_topic_level_keeps_two_stories_in_other_top
     assert topic_of[("a1", "a2")] != topic_of[("b1", "b2")]
 
 
+@pytest.mark.slow
+def test_an_editors_verdict_on_a_text_that_changed_does_not_keep_two_stories_in_other_topics(
+    tmp_path: Path,
+) -> None:
+    """The verdict of the test above, given on another title of a1 than the corpus carries now: it does
+    not act (the run sets it apart, "until an editor decides on the new text"), on the stories and on the
+    topics alike, so the two stories share the topic their links give them."""
+    _corpus().to_parquet(tmp_path / "news.parquet", index=False)
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(
+        "pair_id\tsplit\tid_a\tid_b\ttext_a\ttext_b\tscore\n"
+        f"p1\ttrain\ta1\tb1\texam 2009 sitting registration closes\t{ITEMS[1][1]}\t0.5\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "pairs.verdicts.csv").write_text(
+        "pair_id,id_a,id_b,score,split,annotator,source,decided_at\n,a1,b1,0.5,train,desk,marks.csv,\n",
+        encoding="utf-8",
+    )
+    result = run_dedup(
+        _config(tmp_path / "news.parquet", tmp_path / "out", annotated_pairs=str(pairs)),
+        encoder=HashEncoder(),
+    )
+    assert result.stats.editors is not None and result.stats.editors.text_changed == [["a1", "b1"]]
+    clusters = pd.read_parquet(tmp_path / "out" / "clusters.parquet")
+    topic_of = {tuple(m): t for m, t in zip(clusters["member_ids"], clusters["topic_id"], strict=True)}
+    assert topic_of[("a1", "a2")] == topic_of[("b1", "b2")]
+
+
 # --- three daily runs across a model promotion ----------------------------------------------------------
 
 # with HashEncoder: the registration story (a*, 0.83 between any two), the answers story (b*, 0.83), the
