@@ -566,6 +566,17 @@ def _corpus_texts(corpus: str | Path, text_field: str | None = None) -> dict[str
     return {str(i): str(t) for i, t in zip(items["id"], items["text"], strict=True)}
 
 
+CORPUS_SOURCE = "the corpus "
+"""How :func:`known_texts` names an item's text known from the corpus (else the pair file's name)."""
+EDITED_SINCE = (
+    "; the report page showed this one (its hash): the item's headline was edited since the pair file took "
+    "its text, and the pair file keeps one text an item, so only a mark on a training pair it scores, "
+    "overruling it (--overrule, or the row's overrule cell true), is taken on the new text; take this row "
+    "out of the file to merge the others"
+)
+"""Said of a text the report page showed that differs from its item's text in the pair file."""
+
+
 def known_texts(
     existing: pd.DataFrame, pairs_file: str | Path, corpus: str | Path | None, text_field: str | None = None
 ) -> dict[str, tuple[str, str]]:
@@ -578,7 +589,7 @@ def known_texts(
             for item, text in zip(existing[col], existing[tcol], strict=True):
                 if not is_blank(item):
                     known.setdefault(str(item).strip(), (str(text), str(pairs_file)))
-    where = f"the corpus {corpus}" + (f" (column {text_field!r})" if text_field else "")
+    where = f"{CORPUS_SOURCE}{corpus}" + (f" (column {text_field!r})" if text_field else "")
     for item, text in (_corpus_texts(corpus, text_field) if corpus is not None else {}).items():
         known.setdefault(item, (one_line(text, every_break=True), where))
     return known
@@ -694,7 +705,7 @@ def check_texts(
             else:  # typed: a line break or a tab inside is refused, to remove by hand; white space around
                 chosen[side] = options[-1].strip()  # it aside, as a report reads its item's title
         allowed = vouched if row in (renewed or set()) else set()
-        problems += _known_text_problems(filled, row, ids, chosen, known, allowed)
+        problems += _known_text_problems(filled, row, ids, chosen, known, allowed, vouched)
         texts["a"].append(chosen["a"])
         texts["b"].append(chosen["b"])
     out = new.copy()
@@ -710,10 +721,13 @@ def _known_text_problems(
     chosen: dict[str, str],
     known: dict[str, tuple[str, str]],
     allowed: set[str],
+    shown: set[str],
 ) -> list[InputError]:
     """The problems of a row's texts (``chosen``, by side) with its items' ``known`` texts: ids swapped with
     their texts left in place, or an item given another text, but on a side ``allowed`` (an overruling
-    mark's text the page showed: the item's new text, which the verdict records)."""
+    mark's text the page showed: the item's new text, which the verdict records). An item given another
+    text than the pair file's on a side the page ``shown`` (its hash) is said with why (its headline edited
+    since) and what the editor can do."""
     problems: list[InputError] = []
     for side, other in (("a", "b"), ("b", "a")):
         item = known.get(ids[side])
@@ -729,6 +743,8 @@ def _known_text_problems(
         if side in allowed:
             continue  # decided on the item's new text: the verdict records it, the pair file keeps its own
         why = f"item {ids[side]!r} has another text than in {item[1]} ({item[0]!r})"
+        if side in shown and not item[1].startswith(CORPUS_SOURCE):
+            why += EDITED_SINCE
         problems.append(_sheet(filled, row, f"text_{side}", why))
     return problems
 

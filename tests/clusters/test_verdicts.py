@@ -667,6 +667,28 @@ def test_a_verdict_whose_text_changed_is_decided_again_on_the_new_text_by_a_page
     assert (again.overruled, again.already_held) == (0, 1)
 
 
+def test_a_new_pair_on_a_headline_edited_since_is_refused_saying_why_and_what_to_do(tmp_path: Path) -> None:
+    """A page mark on a new pair (n0/n6) carries n0's headline as edited since the pair file took n0's text.
+    The pair file keeps one text an item, so the row is refused; the refusal said only that n0 "has another
+    text", which the editor cannot change (the page showed it). It says the page showed that text (its hash
+    vouches for it), that the headline was edited since, and what the editor can do."""
+    from nlsim.annotation.merge import merge_annotations
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    edited = TITLES["n0"] + ", updated"
+    rows = [("n0", "n6", edited, TITLES["n6"], "1", "false")]
+    with pytest.raises(InputError) as err:
+        merge_annotations(_marks_on(tmp_path / "marks.csv", rows), pairs, log=lambda _: None)
+    said = str(err.value)
+    assert "sheet row 2, field 'text_a': item 'n0' has another text than in" in said
+    assert "the report page showed this one (its hash): the item's headline was edited since" in said
+    assert "take this row out of the file to merge the others" in said
+    typed = _marks_on(tmp_path / "typed.csv", rows, hashed=False)  # no hash: maybe a typo, said as before
+    with pytest.raises(InputError) as err:
+        merge_annotations(typed, pairs, log=lambda _: None)
+    assert "has another text than in" in str(err.value) and "report page" not in str(err.value)
+
+
 def test_a_blank_row_skipped_with_skip_blank_is_not_refused_for_its_overrule_cell(tmp_path: Path) -> None:
     """``--skip-blank`` skips an unscored row whatever else it holds, its ``overrule`` cell as its
     ``marked_at`` one: a sheet of an unscored row left with ``maybe`` there merges its scored rows."""
