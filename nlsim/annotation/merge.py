@@ -28,6 +28,7 @@ from nlsim.annotation.validate import (
     cell_problems,
     check_new,
     check_texts,
+    corpus_texts,
     is_blank,
     known_texts,
     mark_times,
@@ -230,8 +231,9 @@ def merge_annotations(
         existing = validate_pairs(original, target, repeated_scores="refuse", misread="refuse")
         intent |= _kept_marks(new, existing, decided, path, intent)
         renewed = _overruling_training_rows(new, existing, intent)
-        known = known_texts(existing, pairs_file, corpus, text_field)
-        new, found = check_texts(new, known, filled, corpus, renewed=renewed)
+        in_corpus = corpus_texts(corpus, text_field)
+        known = known_texts(existing, pairs_file, corpus, text_field, in_corpus)
+        new, found = check_texts(new, known, filled, corpus, renewed=renewed, current=in_corpus)
         new = _notes_for(fmt, new, log)
         early += cell_problems(new, columns_of(original, new)[0], filled, pairs_file)
         scored = _checked(new, existing, decided, path, intent, filled, skip_scored, found, early, renewed)
@@ -239,7 +241,8 @@ def merge_annotations(
         label = f"{pairs_file} merged with {filled}"
         notes, renoted = _renoted(new, original, scored.again)
         first = _earliest(newer, scored.overrules, path, existing, decided)
-        first = {r: k for r, k in first.items() if r not in _new_text_rows(newer, scored.overrules)}
+        on_new_text = _new_text_rows(newer, scored.overrules)
+        first = {r: k for r, k in first.items() if r not in on_new_text}
         earlier = _earliest_rows(newer, original, first)
         if len(fresh) or notes or earlier[1]:
             body = appended(original, fresh, split, fmt, data, label, notes, earlier)
@@ -339,7 +342,8 @@ def _overruling_training_rows(new: pd.DataFrame, existing: pd.DataFrame, intent:
     """The sheet rows of ``new`` meant to overrule (``intent``) whose pair the pair file scores by the same
     item ids in its training split: such a mark, made in the page on an item's headline edited since the
     pair was scored, decides on the new text (:func:`~nlsim.annotation.validate.check_texts` allows it
-    where the export's hash vouches for it); the verdict records it, the pair file keeps its row."""
+    where the export's hash, or the corpus, vouches for it); the verdict records it, the pair file keeps its
+    row."""
     if not intent or "id_a" not in new.columns or "id_b" not in new.columns:
         return set()
     training = {k for k, r in pair_rows(existing).items() if r.split == ACTING_SPLIT}

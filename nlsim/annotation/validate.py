@@ -577,12 +577,25 @@ EDITED_SINCE = (
 """Said of a text the report page showed that differs from its item's text in the pair file."""
 
 
+def corpus_texts(corpus: str | Path | None, text_field: str | None = None) -> dict[str, str]:
+    """Each item's text in ``corpus`` by id (none without one), each run of white space holding a tab or a
+    line break read as one space (:func:`~nlsim.io.cells.one_line`): the text a pair file holds for it."""
+    if corpus is None:
+        return {}
+    return {i: one_line(t, every_break=True) for i, t in _corpus_texts(corpus, text_field).items()}
+
+
 def known_texts(
-    existing: pd.DataFrame, pairs_file: str | Path, corpus: str | Path | None, text_field: str | None = None
+    existing: pd.DataFrame,
+    pairs_file: str | Path,
+    corpus: str | Path | None,
+    text_field: str | None = None,
+    in_corpus: dict[str, str] | None = None,
 ) -> dict[str, tuple[str, str]]:
     """Each item's known text and where it is known: the pair file first, as it has it, then the corpus
-    (its ``text_field``, or the first text column it has), each run of white space holding a tab or a line
-    break read as one space (:func:`~nlsim.io.cells.one_line`): the text a pair file holds for it."""
+    (its ``text_field``, or the first text column it has; ``in_corpus``: :func:`corpus_texts`, read
+    already), each run of white space holding a tab or a line break read as one space
+    (:func:`~nlsim.io.cells.one_line`): the text a pair file holds for it."""
     known: dict[str, tuple[str, str]] = {}
     if "id_a" in existing.columns and "id_b" in existing.columns:
         for col, tcol in (("id_a", "text_a"), ("id_b", "text_b")):
@@ -590,8 +603,8 @@ def known_texts(
                 if not is_blank(item):
                     known.setdefault(str(item).strip(), (str(text), str(pairs_file)))
     where = f"{CORPUS_SOURCE}{corpus}" + (f" (column {text_field!r})" if text_field else "")
-    for item, text in (_corpus_texts(corpus, text_field) if corpus is not None else {}).items():
-        known.setdefault(item, (one_line(text, every_break=True), where))
+    for item, text in (corpus_texts(corpus, text_field) if in_corpus is None else in_corpus).items():
+        known.setdefault(item, (text, where))
     return known
 
 
@@ -650,6 +663,7 @@ def check_texts(
     filled: str | Path,
     corpus: str | Path | None = None,
     renewed: set[int] | None = None,
+    current: dict[str, str] | None = None,
 ) -> tuple[pd.DataFrame, list[InputError]]:
     """Each row's texts as the editors' file means them, checked against what is known of its items, and
     every problem found (none raised here: the merge names them all at once, :func:`check_new`).
@@ -657,8 +671,9 @@ def check_texts(
     A row of ``renewed`` (sheet rows: an editor's mark overruling a training pair of the pair file) may
     give an item another text than its known one when its hash vouches for it (the text the page showed:
     the item's headline edited since the pair was scored): the editor decided on the new text, which the
-    verdict records (the pair file keeps the text the pair was scored on). Its ids swapped are refused all
-    the same.
+    verdict records (the pair file keeps the text the pair was scored on); so may one that is the item's
+    text in the corpus (``current``: :func:`corpus_texts`, a file written by hand for a pair the page
+    cannot show). Its ids swapped are refused all the same.
 
     A text cell with an apostrophe in front of a formula character is read without it, unless its hash or
     its item's known text is the cell as written. A text that is its item's known text but for white space
@@ -692,7 +707,10 @@ def check_texts(
             digest = "" if hcol not in new.columns or is_blank(new[hcol].iloc[i]) else str(new[hcol].iloc[i])
             options = _hashed(options, digest.strip().lower(), filled, row, side, problems) or [raw]
             hashed = bool(digest) and editor_file.text_sha256(options[-1]) == digest.strip().lower()
-            if hashed:
+            now = (current or {}).get(ids[side])
+            if hashed or (
+                now is not None and row in (renewed or set()) and any(same_text(o, now) for o in options)
+            ):
                 vouched.add(side)
             item = known.get(ids[side])
             why = _unknown_id(ids[side], known, corpus)
@@ -702,6 +720,8 @@ def check_texts(
                 chosen[side] = item[0]  # white space a spreadsheet kept around it aside: the item's own text
             elif hashed:  # the text the page showed: a line break or a tab in it read as a space
                 chosen[side] = one_line(options[-1])
+            elif side in vouched and now is not None:  # the item's text in the corpus, as a pair file has it
+                chosen[side] = now
             else:  # typed: a line break or a tab inside is refused, to remove by hand; white space around
                 chosen[side] = options[-1].strip()  # it aside, as a report reads its item's title
         allowed = vouched if row in (renewed or set()) else set()

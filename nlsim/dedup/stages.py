@@ -1335,7 +1335,9 @@ def editors(opts: ClusteringSettings, window: Window) -> EditorsInput:
             f"theirs carries now ({shown}{f' and {more} more' if more > 0 else ''}): they do not act until "
             "an editor decides on the new text (mark the pair in the report page, in its cluster or by "
             "picking its two items: the export, merged with nlsim annotate merge, is the pair's verdict on "
-            "the new text; then give the next run the pair file: --annotated-pairs, annotated_pairs)"
+            "the new text; a pair the page cannot show, in a file of its ids, new texts and score merged "
+            "with --overrule and --corpus naming this run's corpus; then give the next run the pair file: "
+            "--annotated-pairs, annotated_pairs)"
         )
     return checked
 

@@ -667,6 +667,35 @@ def test_a_verdict_whose_text_changed_is_decided_again_on_the_new_text_by_a_page
     assert (again.overruled, again.already_held) == (0, 1)
 
 
+def test_a_verdict_whose_text_changed_is_decided_again_from_a_file_the_corpus_vouches_for(
+    tmp_path: Path,
+) -> None:
+    """A pair the page cannot show (neither item in a cluster, so neither can be picked) is decided again on
+    its item's new text from a file written by hand, merged with --overrule: its text, which no hash vouches
+    for, was refused. With --corpus, the item's text in the corpus (the day's file that carries the edited
+    headline) vouches for it; a text the corpus does not hold is refused as before."""
+    from nlsim.annotation.merge import merge_annotations
+    from nlsim.dedup.editors import read_editors
+    from nlsim.io.editor_file import text_sha256
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    _merge(pairs, [("n0", "n1", "0")], name="m1.csv", overrule=True)
+    edited = TITLES["n0"] + ", updated"
+    corpus = tmp_path / "day.tsv"
+    corpus.write_text(f"id\ttitle\nn0\t{edited}\nn1\t{TITLES['n1']}\n", encoding="utf-8")
+    typo = _marks_on(tmp_path / "typo.csv", [("n0", "n1", edited + "!", TITLES["n1"], "1", "")], hashed=False)
+    with pytest.raises(InputError) as err:
+        merge_annotations(typo, pairs, overrule=True, corpus=corpus, log=lambda _: None)
+    assert "sheet row 2, field 'text_a': item 'n0' has another text than in" in str(err.value)
+    typed = _marks_on(tmp_path / "typed.csv", [("n0", "n1", edited, TITLES["n1"], "1", "")], hashed=False)
+    result = merge_annotations(typed, pairs, overrule=True, corpus=corpus, log=lambda _: None)
+    assert (result.overruled, result.new_text) == (1, ("n0/n1",))
+    (v,) = load_verdicts(store_path(pairs)).records
+    assert (v.score, v.sha256_a) == (1.0, text_sha256(edited))
+    now = read_editors(pairs, None).checked_texts({"n0": edited, "n1": TITLES["n1"]})
+    assert now.text_changed == frozenset() and now.constraints().must_link == {("n0", "n1")}
+
+
 def test_a_new_pair_on_a_headline_edited_since_is_refused_saying_why_and_what_to_do(tmp_path: Path) -> None:
     """A page mark on a new pair (n0/n6) carries n0's headline as edited since the pair file took n0's text.
     The pair file keeps one text an item, so the row is refused; the refusal said only that n0 "has another
