@@ -54,7 +54,7 @@ from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.order import order_keys
 from nlsim.io.cells import shown_text, unseen
 
-COPY_KEY_VERSION = 8
+COPY_KEY_VERSION = 9
 """Which definition of :func:`copy_key` grouped the copies, kept in a daily state's identity: a state whose
 copies an earlier one grouped (1: the characters that show nothing kept, a mark between two digits dropped;
 a state written then has none; 2: HTML markup read as written, ``AT&amp;T`` not ``AT&T``, and a minus sign
@@ -65,7 +65,8 @@ time window cut one text into each one of a search's k neighbours; 6: the first 
 flash label, ``Flash-flood warning`` a copy of ``Flood warning``, and a bracket that tells what befell a
 reporter a byline, ``（記者遭毆打）``, and some sources' names in Simplified characters words of the copy,
 ``- 自由时报电子报``; 7: a hyphen U+2010 or U+2011, a figure dash and a two- or three-em dash no dash,
-``‐ Reuters`` a word of the copy) is paired again,
+``‐ Reuters`` a word of the copy; 8: a source's name joined to the word before it by a hyphen or a slash
+with no space a credit, ``Rally turns anti-AP`` a copy of ``Rally turns anti-CNN``) is paired again,
 so that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
@@ -89,6 +90,10 @@ the en and em dashes, the horizontal bar, the two- and three-em dashes (``UPDATE
 ``– Reuters``, ``— Reuters``, ``‐ Reuters`` typed by a word processor are one dash)."""
 DASH_MARKS = re.escape(DASHES)
 """:data:`DASHES` as they go into a regular expression's brackets (``-`` escaped: no range)."""
+
+JOINERS = HYPHENS + "/"
+"""The marks that join two words set with no space on either side (``anti-AP``, ``CNN/AP``): a source's name
+after one is a word of a compound or a pair of names, no credit (:func:`_joined`)."""
 
 FLASH_LABELS = (
     "快訊|快讯|獨家|独家|最新|即時|即时|突發|突发|速報|速报|更新"
@@ -167,7 +172,8 @@ SOURCE = re.compile(
 """What a desk sets after a wire story's headline, read after NFKC (in any case): the name of its source
 after a dash, a bar or a slash (``- 中央社``, ``| Reuters``, ``——人民網``, ``- AP``) or in brackets
 (``（中央社）``), or a byline (:data:`BYLINE`); not a word after a dash that names no source
-(``- update``)."""
+(``- update``), nor a name joined to the word before it by a hyphen or a slash (:func:`_joined`:
+``anti-AP``, ``CNN/AP``)."""
 
 CLOSING_SPAN = 96
 """The characters at the end of a text :data:`SOURCE` is looked for in: more than a separator and the
@@ -265,7 +271,7 @@ def _unlabelled(text: str) -> str:
             continue
         tail = max(0, len(rest) - CLOSING_SPAN)  # read at the end only, where a mark opens it
         closing = SOURCE.search(rest, tail) if not CLOSING_MARKS.isdisjoint(rest[tail:]) else None
-        if closing is None:
+        if closing is None or _joined(rest, closing):
             break
         rest = rest[: closing.start()]
     rest = rest.strip()
@@ -291,6 +297,33 @@ def _flash(text: str) -> re.Match[str] | None:
     label, after = found.group("label"), text[found.end("mark") : found.end("mark") + 1]
     compound = label[-1].isalpha() and label != label.upper() and after.isalpha()
     return None if compound else found
+
+
+def _joined(text: str, closing: re.Match[str]) -> bool:
+    """Whether the source's name ``closing`` (:data:`SOURCE`) found at the end of ``text`` is joined to the
+    word before it by one hyphen or slash with no space on either side (:data:`JOINERS`), a compound or a
+    pair of names (``anti-AP``, ``ex-BBC``, ``CNN/AP``) and no credit: both sides letters or figures of a
+    script that spaces its words (a credit after CJK text, ``颱風來了-中央社``, ``颱風來了／中央社``,
+    is one), and the word before no source's name that closes the text before it (two credits,
+    ``- Reuters/AP``).
+
+    >>> text = "Rally turns anti-AP"
+    >>> _joined(text, SOURCE.search(text)), _joined("Rally -AP", SOURCE.search("Rally -AP"))
+    (True, False)
+    >>> _joined("Rally - Reuters/AP", SOURCE.search("Rally - Reuters/AP"))
+    False
+    """
+    start = closing.start()
+    if start == 0 or text[start] not in JOINERS:
+        return False
+    if not (_spaced_word(text[start - 1]) and _spaced_word(text[start + 1 : start + 2])):
+        return False
+    return SOURCE.search(text, max(0, start - CLOSING_SPAN), start) is None
+
+
+def _spaced_word(ch: str) -> bool:
+    """Whether ``ch`` is a letter or a figure of a script that spaces its words (not a wide CJK one)."""
+    return ch.isalnum() and unicodedata.east_asian_width(ch) not in ("W", "F")
 
 
 def _groups(text: str, last: int, marks: str, at: int) -> bool:

@@ -448,7 +448,7 @@ def test_a_hyphen_or_a_figure_dash_before_a_source_name_or_after_a_label_is_a_da
     for dash in ("\u2010", "\u2011", "\u2012", "\u2e3a"):
         for text in (
             f"Floods hit the north {dash} Reuters",
-            f"Floods hit the north{dash}AP",
+            f"Floods hit the north {dash}AP",
             f"UPDATE 1{dash}Floods hit the north",
             f"BREAKING {dash} Floods hit the north",
             f"BEIJING (Reuters) {dash} Floods hit the north",
@@ -458,3 +458,28 @@ def test_a_hyphen_or_a_figure_dash_before_a_source_name_or_after_a_label_is_a_da
     assert copy_key("Flash\u2010flood warning") != copy_key("Flood warning")
     assert copy_key("Flash\u2011flood warning") == copy_key("Flash-flood warning")
     assert copy_key("Court rules \u2010 update") != copy_key("Court rules")
+
+
+def test_a_source_name_joined_to_a_word_by_a_hyphen_or_a_slash_is_a_word_of_the_headline():
+    """``Rally turns anti-AP`` keyed as ``Rally turns anti`` (``-AP`` read as the credit ``- AP``), a copy of
+    ``Rally turns anti-CNN``, and ``Trump sues CNN/AP`` one of ``Trump sues CNN/Reuters``: a hyphen or a slash
+    set between two words with no space is a compound or a pair of names, no credit. A credit with a space
+    on either side of its mark, a dash, a bar, or after CJK text still goes."""
+    assert copy_key("Rally turns anti-AP") != copy_key("Rally turns anti-CNN")
+    assert copy_key("Rally turns anti-AP") != copy_key("Rally turns anti")
+    assert copy_key("Trump sues CNN/AP") != copy_key("Trump sues CNN/Reuters")
+    assert copy_key("Staff quit for ex-BBC") != copy_key("Staff quit for ex")
+    for hyphen in ("-", "\u2010", "\u2011"):
+        assert copy_key(f"Floods hit the north{hyphen}AP") != copy_key("Floods hit the north"), hyphen
+    assert copy_key("Rally turns anti-AP - Reuters") == copy_key("Rally turns anti-AP")
+    # two sources' names joined after a credit's mark are two credits
+    for credit in (" - Reuters/AP", " | CNN/AP", " - AP/Reuters", " - Reuters-AP"):
+        assert copy_key("Rally turns violent" + credit) == copy_key("Rally turns violent"), credit
+    for story, credits in (
+        ("Rally turns violent", (" - AP", " -AP", "- AP", "--AP", "\u2014AP", "\u2012AP", "|AP", " / AP")),
+        ("Rally of 12", (" - AP", " -AP", " (AP)")),  # a figure before: a credit with a space
+        ("颱風來了", ("-中央社", "/中央社", "／中央社", "-CNA")),  # CJK joins no words by a hyphen
+        ("COVID", ("-中央社",)),
+    ):
+        for credit in credits:
+            assert copy_key(story + credit) == copy_key(story), story + credit
