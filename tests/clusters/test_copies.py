@@ -483,3 +483,18 @@ def test_a_source_name_joined_to_a_word_by_a_hyphen_or_a_slash_is_a_word_of_the_
     ):
         for credit in credits:
             assert copy_key(story + credit) == copy_key(story), story + credit
+
+
+def test_the_tilde_and_the_slash_of_big5_are_marks_whichever_table_decoded_them():
+    """Big5's full-width tilde (bytes A1E3) is ``～`` to CP950 and the tilde operator ``∼`` U+223C to
+    Python's ``big5``, and its full-width slash (A241) is ``／`` to ``big5`` and the division slash ``∕``
+    U+2215 to CP950 (the table of the ``iconv -f CP950`` nlsim advises for a Big5 file): one headline read
+    from a Big5 file by the one table was no copy of itself read by the other, and a credit after ``∕``
+    stayed in the key. They are the tilde and the slash they stand for."""
+    tilde, slash = b"\xa1\xe3", b"\xa2\x41"
+    for table in ("big5", "cp950", "big5hkscs"):
+        assert copy_key("颱風來了" + tilde.decode(table)) == copy_key("颱風來了"), table
+        assert copy_key("氣溫18" + tilde.decode(table) + "22度") == copy_key("氣溫18～22度"), table
+        assert copy_key("颱風來了" + slash.decode(table) + "中央社") == copy_key("颱風來了"), table
+        assert copy_key("營收1" + slash.decode(table) + "2") == copy_key("營收1/2"), table
+    assert copy_key("颱風來了\u2215更新") == copy_key("颱風來了／更新") != copy_key("颱風來了")
