@@ -67,7 +67,8 @@ reporter a byline, ``（記者遭毆打）``, and some sources' names in Simplif
 ``- 自由时报电子报``; 7: a hyphen U+2010 or U+2011, a figure dash and a two- or three-em dash no dash,
 ``‐ Reuters`` a word of the copy; 8: a source's name joined to the word before it by a hyphen or a slash
 with no space a credit, ``Rally turns anti-AP`` a copy of ``Rally turns anti-CNN``, and the tilde operator
-``∼`` and the division slash ``∕`` symbols, ``颱風來了∼`` no copy of ``颱風來了～``) is paired again,
+``∼``, the division slash ``∕`` and the midline ellipsis ``⋯`` symbols, ``颱風來了∼`` no copy of
+``颱風來了～``) is paired again,
 so that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
@@ -79,12 +80,13 @@ MINUS = "\u2212"
 """The minus sign, a symbol (Sm) that NFKC keeps: a copy key reads it as the hyphen-minus (punctuation) it
 stands for, so ``−2%`` is ``-2%``, and the mark between two digits of ``2−1`` is that of ``2-1``."""
 
-STAND_INS = str.maketrans({MINUS: "-", "\u223c": "~", "\u2215": "/"})
+STAND_INS = str.maketrans({MINUS: "-", "\u223c": "~", "\u2215": "/", "\u22ef": "\u2026"})
 """Symbols (Sm) that NFKC keeps and a copy key reads as the mark they stand for: the minus sign
 (:data:`MINUS`), and the tilde operator ``∼`` and the division slash ``∕`` that Big5's full-width tilde and
 slash are to one table and not to another (bytes A1E3: ``∼`` to Python's ``big5``, ``～`` to CP950; A241:
 ``／`` to ``big5``, ``∕`` to CP950, the table of ``iconv -f CP950``): one headline read from a Big5 file by
-either table is one text (``颱風來了∼`` is ``颱風來了～``, ``颱風來了∕中央社`` ``颱風來了／中央社``)."""
+either table is one text (``颱風來了∼`` is ``颱風來了～``, ``颱風來了∕中央社`` ``颱風來了／中央社``); and the
+midline ellipsis ``⋯`` Taiwan sets as often as the ellipsis ``…``."""
 
 HYPHENS = "-\u2010"
 """The hyphens a desk joins two words with or sets as a dash: the hyphen-minus and the hyphen U+2010 (NFKC
@@ -220,7 +222,7 @@ def copy_key(text: str) -> str:
     punctuation between two digits is kept, as one mark (``.``): ``1.5%`` and ``15%``, ``2-1`` and ``21`` are
     other numbers, where ``1.5%`` and ``1,5 %`` are one; a thousands separator is not part of the number
     (:data:`GROUPING`): ``3,000``, ``3 000`` and ``3000`` are one. A minus sign is a hyphen, Big5's tilde
-    and slash as a table decoded them a tilde and a slash (:data:`STAND_INS`).
+    and slash as a table decoded them a tilde and a slash, a midline ellipsis an ellipsis (:data:`STAND_INS`).
     A flash label that opens the text (:data:`FLASH`: ``【快訊】``, ``快訊／``, ``[Breaking]``,
     ``UPDATE 1-``), a wire's dateline or a byline that opens it (:data:`DATELINE`:
     ``新華社北京12月6日電``, ``BEIJING (Reuters) -``; :data:`OPENING_BYLINE`) and a source's name or a

@@ -498,3 +498,13 @@ def test_the_tilde_and_the_slash_of_big5_are_marks_whichever_table_decoded_them(
         assert copy_key("颱風來了" + slash.decode(table) + "中央社") == copy_key("颱風來了"), table
         assert copy_key("營收1" + slash.decode(table) + "2") == copy_key("營收1/2"), table
     assert copy_key("颱風來了\u2215更新") == copy_key("颱風來了／更新") != copy_key("颱風來了")
+
+
+def test_the_midline_ellipsis_of_taiwan_is_a_mark_as_the_ellipsis_is():
+    """Taiwan's ellipsis is set as the midline ellipsis ``⋯`` U+22EF (a symbol to Unicode) as often as the
+    ellipsis ``…`` (punctuation): ``颱風來了⋯`` was no copy of ``颱風來了…`` nor of ``颱風來了``. It is
+    the mark it stands for."""
+    plain = copy_key("颱風來了，高雄停班")
+    for text in ("颱風來了⋯高雄停班", "颱風來了⋯⋯，高雄停班", "颱風來了…高雄停班", "颱風來了，高雄停班⋯"):
+        assert copy_key(text) == plain, text
+    assert copy_key("比分1⋯5") == copy_key("比分1…5") != copy_key("比分15")
