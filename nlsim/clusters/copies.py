@@ -68,7 +68,8 @@ reporter a byline, ``（記者遭毆打）``, and some sources' names in Simplif
 ``‐ Reuters`` a word of the copy; 8: a source's name joined to the word before it by a hyphen or a slash
 with no space a credit, ``Rally turns anti-AP`` a copy of ``Rally turns anti-CNN``, and the tilde operator
 ``∼``, the division slash ``∕`` and the midline ellipsis ``⋯`` symbols, ``颱風來了∼`` no copy of
-``颱風來了～``) is paired again,
+``颱風來了～``, and the AP's names ``AP News`` and ``The Associated Press`` words of the copy) is paired
+again,
 so that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
@@ -168,11 +169,14 @@ SOURCES = (
     "|美國之音|美国之音|路透社|法新社|美聯社|美联社"
     "|自由时报电子报|自由财经|udn ?联合新闻网|工商时报|ettoday ?新闻云|tvbs ?新闻网|公视新闻网"
     "|三立新闻网|民视新闻|镜周刊|镜新闻|nownews ?今日新闻|yahoo ?奇摩新闻|yahoo ?新闻|bbc ?中文网|德国之声"
-    "|reuters|associated press|ap|afp|bloomberg|xinhua|cna|focus taiwan|taipei times|bbc news|bbc|cnn"
+    "|reuters|the associated press|associated press|ap news|ap|afp|bloomberg|xinhua|cna|focus taiwan"
+    "|taipei times|bbc news|bbc|cnn"
     "|the guardian|npr|nikkei asia|south china morning post|scmp|kyodo news|yonhap|al jazeera"
     "|the new york times|the washington post|financial times|abc news|nbc news|cbs news|fox news|sky news"
 )
-"""The news sources whose name a desk sets after a headline (after NFKC, in any case): :data:`SOURCE`."""
+"""The news sources whose name a desk or a feed sets after a headline (after NFKC, in any case; the AP as
+``AP``, as ``AP News``, the name a news aggregator's feed gives it, and as ``The Associated Press``):
+:data:`SOURCE`."""
 
 SOURCE = re.compile(
     rf"(?:\s*[|/{DASH_MARKS}]+\s*(?:{SOURCES})|\s*[(\[【〔]\s*(?:{SOURCES})\s*[)\]】〕]"

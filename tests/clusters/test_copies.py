@@ -508,3 +508,15 @@ def test_the_midline_ellipsis_of_taiwan_is_a_mark_as_the_ellipsis_is():
     for text in ("颱風來了⋯高雄停班", "颱風來了⋯⋯，高雄停班", "颱風來了…高雄停班", "颱風來了，高雄停班⋯"):
         assert copy_key(text) == plain, text
     assert copy_key("比分1⋯5") == copy_key("比分1…5") != copy_key("比分15")
+
+
+def test_the_associated_press_is_a_source_by_the_names_feeds_give_it():
+    """A news aggregator's feed closes a headline with the name of its publisher, the AP's as ``AP News``,
+    and a desk credits the AP as ``The Associated Press``: ``... - AP News`` kept ``apnews`` in its key where
+    ``- AP`` and ``- Associated Press`` went, so the AP's headline from the feed was no copy of itself from
+    the wire."""
+    story = "Airstrike near a market in Rakhine state kills 49 people"
+    for credit in (" - AP News", " | AP News", " - The Associated Press", " (AP News)", " — AP NEWS"):
+        assert copy_key(story + credit) == copy_key(story), credit
+    assert copy_key("Trump sues the Associated Press") != copy_key("Trump sues")
+    assert copy_key("AP News") == "apnews"
