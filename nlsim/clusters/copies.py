@@ -68,8 +68,9 @@ reporter a byline, ``（記者遭毆打）``, and some sources' names in Simplif
 ``‐ Reuters`` a word of the copy; 8: a source's name joined to the word before it by a hyphen or a slash
 with no space a credit, ``Rally turns anti-AP`` a copy of ``Rally turns anti-CNN``, and the tilde operator
 ``∼``, the division slash ``∕`` and the midline ellipsis ``⋯`` symbols, ``颱風來了∼`` no copy of
-``颱風來了～``, and the AP's names ``AP News`` and ``The Associated Press`` words of the copy) is paired
-again,
+``颱風來了～``, the AP's names ``AP News`` and ``The Associated Press`` words of the copy, and a character
+newer than the interpreter's Unicode tables or a private one no character, ``王𮯰明`` a copy of ``王明``)
+is paired again,
 so that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
@@ -206,9 +207,12 @@ OPENING_BYLINE = re.compile(rf"^\s*{BYLINE}", re.IGNORECASE)
 """A byline (:data:`BYLINE`) that opens a story, after its dateline
 (``新華社北京12月6日電（記者王小明）``)."""
 
-DROPPED = ("Z", "P", "C")
-"""The Unicode categories a copy key leaves out: white space (Z), punctuation (P), control and format
-characters (C)."""
+DROPPED = ("Z", "P", "Cc", "Cf", "Cs")
+"""The Unicode categories a copy key leaves out (the prefixes of a category's name): white space (Z),
+punctuation (P), control and format characters and lone surrogates (Cc, Cf, Cs); not a character newer than
+the interpreter's Unicode tables (Cn: an emoji or a CJK character of a later Unicode, which a page shows) nor
+a private one (Co: a rare name's character a Big5 system's user-defined area maps to), each a character of
+the text."""
 
 SYMBOL_MARKS = frozenset("~|")
 """Two symbols (Sm) a copy key reads as punctuation: the forms NFKC gives the full-width tilde ``～`` and
@@ -254,7 +258,7 @@ def copy_key(text: str) -> str:
     last = -1  # where the last character kept is in ``folded``
     for at, ch in enumerate(folded):
         mark = ch in SYMBOL_MARKS or unicodedata.category(ch)[0] in "ZP"
-        if mark or unicodedata.category(ch)[0] in DROPPED or unseen(ch):
+        if mark or unicodedata.category(ch).startswith(DROPPED) or unseen(ch):
             marks += ch if mark and not unseen(ch) else ""
             continue
         digits = marks and kept and kept[-1].isdecimal() and ch.isdecimal()
@@ -291,7 +295,7 @@ def _unlabelled(text: str) -> str:
         rest = rest[: closing.start()]
     rest = rest.strip()
     shown = any(
-        unicodedata.category(ch)[0] not in DROPPED and ch not in SYMBOL_MARKS and not unseen(ch)
+        not unicodedata.category(ch).startswith(DROPPED) and ch not in SYMBOL_MARKS and not unseen(ch)
         for ch in rest
     )
     return rest if shown else text

@@ -520,3 +520,19 @@ def test_the_associated_press_is_a_source_by_the_names_feeds_give_it():
         assert copy_key(story + credit) == copy_key(story), credit
     assert copy_key("Trump sues the Associated Press") != copy_key("Trump sues")
     assert copy_key("AP News") == "apnews"
+
+
+def test_a_character_the_unicode_tables_do_not_know_or_a_private_one_is_a_character_of_the_key():
+    """A character newer than the interpreter's Unicode tables (category Cn: a CJK Extension I character of
+    Unicode 15.1, an emoji of Unicode 16; to Python 3.11, Unicode 14, every emoji and CJK character of
+    Unicode 15 too) or a private one (Co: a rare name's character that a Big5 system's user-defined area
+    maps to) was dropped as a control character, though a page shows it: ``王𮯰明`` was a copy of
+    ``王明`` and of ``王𮯱明``, two headlines that differ by an emoji copies, and one text's key was
+    another under Python 3.11 than under 3.12. They are characters of the key; a control character or one
+    that shows nothing still goes."""
+    assert copy_key("王\U0002ebf0明當選") != copy_key("王\U0002ebf1明當選")
+    assert copy_key("王\U0002ebf0明當選") != copy_key("王明當選")
+    assert copy_key("Emoji of the year: \U0001fae9") != copy_key("Emoji of the year: \U0001fadf")
+    assert copy_key("立委陳\ue000華質詢") != copy_key("立委陳華質詢")
+    assert copy_key("\U0002ebf0") == "\U0002ebf0" and copy_key("\ue000") == "\ue000"
+    assert copy_key("Rain\x07 in\u200b Taipei\x1b") == copy_key("Rain in Taipei")
