@@ -69,8 +69,8 @@ reporter a byline, ``（記者遭毆打）``, and some sources' names in Simplif
 with no space a credit, ``Rally turns anti-AP`` a copy of ``Rally turns anti-CNN``, and the tilde operator
 ``∼``, the division slash ``∕`` and the midline ellipsis ``⋯`` symbols, ``颱風來了∼`` no copy of
 ``颱風來了～``, the AP's names ``AP News`` and ``The Associated Press`` words of the copy, and a character
-newer than the interpreter's Unicode tables or a private one no character, ``王𮯰明`` a copy of ``王明``)
-is paired again,
+newer than the interpreter's Unicode tables or a private one no character, ``王𮯰明`` a copy of ``王明``,
+and a source's name with its brand beside it a word of the copy, ``- 三立新聞網 Setn.com``) is paired again,
 so that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
@@ -164,20 +164,22 @@ SOURCES = (
     "|udn ?聯合新聞網|聯合報|联合报|經濟日報|经济日报|中時新聞網"
     "|中时新闻网|中國時報|中国时报|工商時報|ettoday ?新聞雲"
     "|ettoday|東森新聞|东森新闻|tvbs ?新聞網|tvbs|公視新聞網"
-    "|三立新聞網|民視新聞|鏡週刊|鏡新聞|nownews ?今日新聞"
+    "|三立新聞網 ?setn\\.com|三立新聞網|民視新聞|鏡週刊 ?mirror media|鏡週刊|鏡新聞|風傳媒|nownews ?今日新聞"
     "|nownews|yahoo ?奇摩新聞|yahoo ?新聞|蘋果日報|苹果日报"
     "|明報|明报|星島日報|星岛日报|香港01|bbc ?中文網?|德國之聲"
     "|美國之音|美国之音|路透社|法新社|美聯社|美联社"
     "|自由时报电子报|自由财经|udn ?联合新闻网|工商时报|ettoday ?新闻云|tvbs ?新闻网|公视新闻网"
-    "|三立新闻网|民视新闻|镜周刊|镜新闻|nownews ?今日新闻|yahoo ?奇摩新闻|yahoo ?新闻|bbc ?中文网|德国之声"
+    "|三立新闻网 ?setn\\.com|三立新闻网|民视新闻|镜周刊 ?mirror media|镜周刊|镜新闻|风传媒|nownews ?今日新闻"
+    "|yahoo ?奇摩新闻|yahoo ?新闻|bbc ?中文网|德国之声"
     "|reuters|the associated press|associated press|ap news|ap|afp|bloomberg|xinhua|cna|focus taiwan"
     "|taipei times|bbc news|bbc|cnn"
     "|the guardian|npr|nikkei asia|south china morning post|scmp|kyodo news|yonhap|al jazeera"
     "|the new york times|the washington post|financial times|abc news|nbc news|cbs news|fox news|sky news"
 )
 """The news sources whose name a desk or a feed sets after a headline (after NFKC, in any case; the AP as
-``AP``, as ``AP News``, the name a news aggregator's feed gives it, and as ``The Associated Press``):
-:data:`SOURCE`."""
+``AP``, as ``AP News``, the name a news aggregator's feed gives it, and as ``The Associated Press``; a
+source with the brand its own page's title and a feed set beside its name, ``三立新聞網 SETN.com``,
+``鏡週刊 Mirror Media``): :data:`SOURCE`."""
 
 SOURCE = re.compile(
     rf"(?:\s*[|/{DASH_MARKS}]+\s*(?:{SOURCES})|\s*[(\[【〔]\s*(?:{SOURCES})\s*[)\]】〕]"

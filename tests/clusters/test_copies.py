@@ -536,3 +536,16 @@ def test_a_character_the_unicode_tables_do_not_know_or_a_private_one_is_a_charac
     assert copy_key("立委陳\ue000華質詢") != copy_key("立委陳華質詢")
     assert copy_key("\U0002ebf0") == "\U0002ebf0" and copy_key("\ue000") == "\ue000"
     assert copy_key("Rain\x07 in\u200b Taipei\x1b") == copy_key("Rain in Taipei")
+
+
+def test_a_source_name_goes_as_a_feed_or_its_own_page_gives_it():
+    """A news aggregator's feed and a source's own page title name it with its brand beside it:
+    ``｜三立新聞網 SETN.com``, ``- 三立新聞網 Setn.com``, ``- 鏡週刊 Mirror Media``, ``- 風傳媒``: the key
+    kept ``三立新聞網setncom`` where ``- 三立新聞網`` went, so such a copy was no copy of the one sent
+    without."""
+    story = "颱風山陀兒逼近，高雄停班停課"
+    for credit in (
+        "｜三立新聞網 SETN.com", " - 三立新聞網 Setn.com", " - 鏡週刊 Mirror Media", " - 風傳媒",
+        " | 三立新闻网 setn.com", " - 镜周刊 Mirror Media", " - 风传媒",
+    ):  # fmt: skip
+        assert copy_key(story + credit) == copy_key(story), credit
