@@ -70,7 +70,8 @@ with no space a credit, ``Rally turns anti-AP`` a copy of ``Rally turns anti-CNN
 ``∼``, the division slash ``∕`` and the midline ellipsis ``⋯`` symbols, ``颱風來了∼`` no copy of
 ``颱風來了～``, the AP's names ``AP News`` and ``The Associated Press`` words of the copy, and a character
 newer than the interpreter's Unicode tables or a private one no character, ``王𮯰明`` a copy of ``王明``,
-and a source's name with its brand beside it a word of the copy, ``- 三立新聞網 Setn.com``) is paired again,
+and a source's name with its brand beside it and a section before a source's name words of the copy,
+``- 三立新聞網 Setn.com``, ``| 產經 - 中央社 CNA``) is paired again,
 so that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
@@ -181,8 +182,16 @@ SOURCES = (
 source with the brand its own page's title and a feed set beside its name, ``三立新聞網 SETN.com``,
 ``鏡週刊 Mirror Media``): :data:`SOURCE`."""
 
+SECTIONS = (
+    "政治|國際|兩岸|產經|證券|科技|生活|社會|地方|文化|運動|娛樂|日報|娛樂星聞"
+    "|国际|两岸|产经|证券|社会|运动|娱乐|日报|娱乐星闻"
+)
+"""The sections a Taiwanese source's page title, and the feeds that take it, set between a headline and the
+source's name (``| 產經 - 中央社 CNA``, ``- 證券 - 工商時報``, ``| 娛樂星聞 | 三立新聞網 SETN.COM``): one
+goes with the source's name after it (:data:`SOURCE`), never alone."""
+
 SOURCE = re.compile(
-    rf"(?:\s*[|/{DASH_MARKS}]+\s*(?:{SOURCES})|\s*[(\[【〔]\s*(?:{SOURCES})\s*[)\]】〕]"
+    rf"(?:\s*[|/{DASH_MARKS}]+\s*(?:(?:{SECTIONS})\s*[|/{DASH_MARKS}]+\s*)?(?:{SOURCES})|\s*[(\[【〔]\s*(?:{SOURCES})\s*[)\]】〕]"
     rf"|\s*{BYLINE})\s*$",
     re.IGNORECASE,
 )
@@ -190,7 +199,8 @@ SOURCE = re.compile(
 after a dash, a bar or a slash (``- 中央社``, ``| Reuters``, ``——人民網``, ``- AP``) or in brackets
 (``（中央社）``), or a byline (:data:`BYLINE`); not a word after a dash that names no source
 (``- update``), nor a name joined to the word before it by a hyphen or a slash (:func:`_joined`:
-``anti-AP``, ``CNN/AP``)."""
+``anti-AP``, ``CNN/AP``); a section between the headline and the source's name goes with it
+(:data:`SECTIONS`: ``| 產經 - 中央社 CNA``)."""
 
 CLOSING_SPAN = 96
 """The characters at the end of a text :data:`SOURCE` is looked for in: more than a separator and the

@@ -549,3 +549,19 @@ def test_a_source_name_goes_as_a_feed_or_its_own_page_gives_it():
         " | 三立新闻网 setn.com", " - 镜周刊 Mirror Media", " - 风传媒",
     ):  # fmt: skip
         assert copy_key(story + credit) == copy_key(story), credit
+
+
+def test_a_section_set_between_a_headline_and_its_source_goes_with_the_source():
+    """A Taiwanese source's page title, and the feeds that take it, set the story's section before the
+    source's name (``| 產經 - 中央社 CNA``, ``| 國際 | 中央社 CNA``, ``- 證券 - 工商時報``,
+    ``| 娛樂星聞 | 三立新聞網 SETN.COM``): the source went and the section stayed in the key, so every such
+    copy was no copy of the one sent without. A section goes with the source's name after it; a word
+    between two marks before no source's name, or one that names no section, stays."""
+    story = "台灣半導體攬才吸睛馬來西亞掀赴台就業熱潮"
+    for credit in (
+        "| 產經 - 中央社 CNA", " | 國際 | 中央社 CNA", "- 證券 - 工商時報", "- 日報 - 工商時報",
+        " | 娛樂星聞 | 三立新聞網 SETN.COM", " | 产经 - 中央社 CNA",
+    ):  # fmt: skip
+        assert copy_key(story + credit) == copy_key(story), credit
+    assert copy_key(story + " | 產經") != copy_key(story)  # no source after it
+    assert copy_key(story + " | 高雄 - 中央社 CNA") != copy_key(story)  # no section
