@@ -259,8 +259,9 @@ def _message_options(parser: argparse.ArgumentParser, default: Any) -> None:
     parser.add_argument(
         "--log-level",
         default=default,
+        type=str.upper,  # debug as DEBUG: a level is named in any case
         choices=("DEBUG", "INFO", "WARNING", "ERROR"),
-        help="messages shown (default INFO)",
+        help="messages shown, in any case (default INFO)",
     )
 
 

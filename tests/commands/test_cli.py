@@ -633,3 +633,18 @@ def test_a_stopped_command_whose_exit_does_not_end_ends_within_its_grace(stuck: 
         [sys.executable, "-c", program], capture_output=True, text=True, cwd=ROOT, timeout=60
     )
     assert (proc.returncode, proc.stdout.split("\n")) == (143, ["stopped (SIGTERM)", "server stopped", ""])
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_log_level_is_read_in_any_case(where: str) -> None:
+    """``--log-level debug`` was refused (argparse's choices are in capitals alone): a level is read in any
+    case, before or after the command, and a level that is none is still refused."""
+    from nlsim.cli import build_parser
+
+    args = ["models", "list"]
+    level = ["--log-level", "debug"]
+    parsed = build_parser().parse_args(level + args if where == "before" else args + level)
+    assert parsed.log_level == "DEBUG"
+    assert build_parser().parse_args(["--log-level", "Warning", *args]).log_level == "WARNING"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--log-level", "verbose", *args])
