@@ -317,10 +317,11 @@ JA_WEEKDAYS = {"月": 0, "火": 1, "水": 2, "木": 3, "金": 4, "土": 5, "日"
 """The days of :data:`CJK_WEEKDAY` in Japanese, Monday (0) to Sunday (6)."""
 
 
-def _cjk_weekday(text: str, cjk: re.Match[str]) -> tuple[str, str | None]:
+def _cjk_weekday(text: str, cjk: re.Match[str], shown: str | None = None) -> tuple[str, str | None]:
     """What follows the date written 2024年5月1日 that ``cjk`` matched in ``text``, without the day of the
     week after it (:data:`CJK_WEEKDAY`), or the reason it is refused: the date falls on another day, and the
-    day or the date is wrong, which cannot be told. A date that is none (2月30日) is refused for that later.
+    day or the date is wrong, which cannot be told (the time named as ``shown``, ``text`` when none). A date
+    that is none (2月30日) is refused for that later.
 
     >>> date, wrong = "2024年5月1日(水) 08:30", "2024年5月1日 星期四"
     >>> _cjk_weekday(date, CJK_DATE.match(date))
@@ -345,8 +346,8 @@ def _cjk_weekday(text: str, cjk: re.Match[str]) -> tuple[str, str | None]:
     if date.weekday() == said:
         return rest[week.end() :], None
     return rest, (
-        f"time {text!r:.40} says {week.group().strip()!r}, but {_day_of(date)}: the day of the week or the "
-        f"date is wrong, and which cannot be told: {WRITE_ISO}"
+        f"time {shown or text!r:.40} says {week.group().strip()!r}, but {_day_of(date)}: the day of the week "
+        f"or the date is wrong, and which cannot be told: {WRITE_ISO}"
     )
 
 
@@ -355,21 +356,50 @@ BRACKETED_WEEKDAY_DATE = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?=\s*[
 write it): the day of the week may follow it (:data:`CJK_WEEKDAY`)."""
 
 
+YEAR_FIRST_DATE = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})")
+"""A date written year first in digits (``2024/05/01``, ``2024-5-1``), its year, month and day."""
+LAST_WEEKDAY = re.compile(f"(?:{CJK_WEEKDAY.pattern})$")
+"""A day of the week (:data:`CJK_WEEKDAY`) that ends a time, after its time of day (``2024年5月1日 08時30分
+(水)``, ``2024/05/01 08:30 (Wed)``)."""
+
+
+def _weekday_after_date(text: str) -> tuple[str, re.Match[str] | None]:
+    """``text``, a time written year first, with the day of the week that ends it after its time of day
+    (:data:`LAST_WEEKDAY`) written after its date instead, where it is read, and the date's match; ``text``
+    and ``None`` when no day of the week follows a time of day.
+
+    >>> _weekday_after_date("2024/05/01 08:30 (Wed)")[0], _weekday_after_date("2024年5月1日 8時 星期三")[0]
+    ('2024/05/01 (Wed) 08:30', '2024年5月1日 星期三 8時')
+    >>> _weekday_after_date("2024/05/01 (Wed)")
+    ('2024/05/01 (Wed)', None)
+    """
+    dated = CJK_DATE.match(text) or YEAR_FIRST_DATE.match(text)
+    week = None if dated is None else LAST_WEEKDAY.search(text, dated.end())
+    if dated is None or week is None or not text[dated.end() : week.start()].strip():
+        return text, None
+    date, day, time = text[: dated.end()].rstrip(), week.group().strip(), text[dated.end() : week.start()]
+    moved = f"{date} {day} {time.strip()}"
+    return moved, CJK_DATE.match(moved) or YEAR_FIRST_DATE.match(moved)
+
+
 def _without_weekday(text: str) -> tuple[str, str | None]:
     """``text``, a time written year first, without the day of the week after its date (``2024年5月1日(水)
-    08:30``, ``2024/05/01(水) 08:30``: :func:`_cjk_weekday`), or the reason it is refused.
+    08:30``, ``2024/05/01(水) 08:30``: :func:`_cjk_weekday`) or after its time of day (``2024/05/01 08:30
+    (Wed)``: :func:`_weekday_after_date`), or the reason it is refused.
 
     >>> _without_weekday("2024/05/01(水) 08:30"), _without_weekday("2024年5月1日星期三")
     (('2024/05/01 08:30', None), ('2024年5月1日', None))
-    >>> _without_weekday("2024/05/01 (08:30)")
-    ('2024/05/01 (08:30)', None)
+    >>> _without_weekday("2024/05/01 (08:30)"), _without_weekday("2024/05/01 08:30 (水)")
+    (('2024/05/01 (08:30)', None), ('2024/05/01 08:30', None))
     """
-    dated = CJK_DATE.match(text) or BRACKETED_WEEKDAY_DATE.match(text)
+    written = text
+    text, dated = _weekday_after_date(text)
+    dated = dated or CJK_DATE.match(text) or BRACKETED_WEEKDAY_DATE.match(text)
     if dated is None:
         return text, None
-    rest, reason = _cjk_weekday(text, dated)
+    rest, reason = _cjk_weekday(text, dated, written)
     if reason is not None or rest == text[dated.end() :]:
-        return text, reason
+        return written, reason
     return (text[: dated.end()].rstrip() + " " + rest).rstrip(), None
 
 

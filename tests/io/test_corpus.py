@@ -1941,3 +1941,36 @@ def test_every_row_rejected_marks_a_reason_it_cuts(tmp_path: Path) -> None:
         "row 2, field 'title': no text, only punctuation ('...'): a placeholder for a missing text?)"
         in message
     )
+
+
+@pytest.mark.parametrize(
+    ("written", "utc"),
+    [
+        ("2024年5月1日 08時30分 (水)", "2024-05-01T00:30:00Z"),  # Japanese
+        ("2024年5月1日 08:30（星期三）", "2024-05-01T00:30:00Z"),  # Traditional Chinese
+        ("2024年5月1日 8时30分 星期三", "2024-05-01T00:30:00Z"),  # Simplified Chinese
+        ("2024/05/01 08:30 (Wed)", "2024-05-01T00:30:00Z"),
+        ("2024/05/01 08:30:00 (三)", "2024-05-01T00:30:00Z"),
+        ("2024-05-01 08:30 周三", "2024-05-01T00:30:00Z"),
+    ],
+)
+def test_a_day_of_the_week_after_the_time_of_day_is_read(tmp_path, written, utc):
+    """A day of the week written after the time of day (``2024年5月1日 08時30分 (水)``, ``2024/05/01 08:30
+    (Wed)``) was refused as holding more than a date, a time of day and one offset, or as naming its zone
+    'Wed'. It is read as the same day written after the date is: the time without it, when it is the day
+    the date falls on."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+    assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [pd.Timestamp(utc)]
+
+
+@pytest.mark.parametrize(
+    "written", ["2024年5月1日 08時30分 (木)", "2024/05/01 08:30 (Thu)", "2024年5月1日 08:30 星期四"]
+)
+def test_another_day_of_the_week_after_the_time_of_day_is_refused(tmp_path, written):
+    """The 1st of May 2024 is a Wednesday: a Thursday after its time of day is refused by file, row and
+    field, naming the day the date falls on, as a Thursday after the date is."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"c\.csv: row 1, field 'published_at': .*a Wednesday"):
+        load_corpus(path, timezone="Asia/Taipei")
