@@ -270,7 +270,8 @@ NO_TIME = frozenset({"nat", "nan", "none", "null"})
 """What a table writer puts for a missing time (``df.astype(str)``, JSON ``null`` as text)."""
 TWELVE_HOUR = re.compile(r"(?<![A-Za-z])([AaPp]\.?[Mm]\.?)(?![A-Za-z])|上午|下午|午前|午後|오전|오후")
 """The marks of a 12-hour clock (``PM``, ``p.m.``, ``下午``): a zone name to the zone check, a word the date
-parser does not know."""
+parser does not know. One written in Chinese before the hour after a year-first date is read
+(:func:`_cjk_twelve_hour`)."""
 UTC_AND_OFFSET = re.compile(r"(UTC|GMT|UT|Z)\s*[+-]\s*\d[\d:]*", re.IGNORECASE)
 """A name of UTC followed by an offset (``GMT+8``, ``UTC-3``, ``Z+08:00``): read two ways, POSIX's (``GMT+8``
 is 8 hours behind UTC, how the date parser reads it) and the way people write it (8 hours ahead)."""
@@ -401,6 +402,66 @@ def _without_weekday(text: str) -> tuple[str, str | None]:
     if reason is not None or rest == text[dated.end() :]:
         return written, reason
     return (text[: dated.end()].rstrip() + " " + rest).rstrip(), None
+
+
+CJK_TWELVE_HOUR = re.compile(
+    r"(?P<date>\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{4}\s*年\s*\d{1,2}\s*月\s*\d{1,2}\s*[日号號])"
+    r"\s*(?P<mark>上午|下午|中午|早上|凌晨|傍晚|晚上)\s*(?P<hour>\d{1,2})(?=\s*[:時时點点])"
+)
+"""A time of day on the 12-hour clock after a date written year first, its mark before the hour, as Excel
+and Windows in Taiwan write it (``2024/5/1 下午 03:20:00``) and Chinese CMS exports (``2024年5月1日
+下午3時20分``, ``2024年5月1日 晚上8点``)."""
+CJK_HOURS = {
+    "凌晨": ({12: 0} | {h: h for h in range(7)}, "12 (00:00) and 0 to 6, the small hours"),
+    "早上": ({h: h for h in range(4, 12)}, "4 to 11, the morning"),
+    "上午": ({12: 0} | {h: h for h in range(12)}, "12 (00:00) and 0 to 11, before noon"),
+    "中午": ({11: 11, 12: 12, 1: 13}, "11, 12 and 1 (13:00), noon"),
+    "下午": ({12: 12} | {h: h + 12 for h in range(1, 12)}, "12 (12:00) and 1 to 11 (13:00 to 23:00)"),
+    "傍晚": ({h: h + 12 for h in range(4, 8)}, "4 to 7 (16:00 to 19:00), the evening"),
+    "晚上": (
+        {h: h + 12 for h in range(6, 12)},
+        "6 to 11 (18:00 to 23:00); 12 is the midnight the day begins or ends with, which cannot be told",
+    ),
+}
+"""The hours each mark of :data:`CJK_TWELVE_HOUR` holds, each as the hour of the 24-hour clock it is, and
+the hours in words for a message. ``上午``/``下午`` are the 12-hour clock's a.m. and p.m. (``上午 12:10`` is
+00:10, ``下午 12:30`` 12:30); the others name a part of the day, and an hour outside it (``凌晨8時``) or a
+24-hour hour after any mark (``下午 15:00``) is no time read one way."""
+
+
+def _cjk_twelve_hour(text: str) -> tuple[str, str | None]:
+    """``text``, a time written year first, with its time of day on a Chinese 12-hour clock
+    (:data:`CJK_TWELVE_HOUR`) written on the 24-hour clock, or the reason it is refused: an hour its mark
+    does not hold (:data:`CJK_HOURS`).
+
+    >>> _cjk_twelve_hour("2024/5/1 下午 03:20:00"), _cjk_twelve_hour("2024年5月1日上午12時10分")
+    (('2024/5/1 15:20:00', None), ('2024年5月1日 00時10分', None))
+    >>> _cjk_twelve_hour("2024/5/1 下午 15:00")[1].split(", which")[0]
+    "time '2024/5/1 下午 15:00' has '下午' before the hour 15"
+    """
+    twelve = CJK_TWELVE_HOUR.match(text)
+    if twelve is None:
+        return text, None
+    mark, hour = twelve["mark"], int(twelve["hour"])
+    hours, held = CJK_HOURS[mark]
+    if hour not in hours:
+        return text, (
+            f"time {text!r:.40} has {mark!r} before the hour {hour}, which {mark} does not hold one way (it "
+            f"holds {held}): write the time on the 24-hour clock without {mark!r}, or {WRITE_ISO}"
+        )
+    return f"{text[: twelve.end('date')]} {hours[hour]:02d}{text[twelve.end('hour') :]}", None
+
+
+def _without_marks(text: str) -> tuple[str, str | None]:
+    """``text``, a time written year first, without the day of the week after its date or its time of day
+    (:func:`_without_weekday`) and with its time of day on a Chinese 12-hour clock on the 24-hour clock
+    (:func:`_cjk_twelve_hour`), or the reason either is refused.
+
+    >>> _without_marks("2024/5/1 下午 03:20:00 (三)")
+    ('2024/5/1 15:20:00', None)
+    """
+    text, reason = _without_weekday(text)
+    return (text, reason) if reason is not None else _cjk_twelve_hour(text)
 
 
 MINGUO_DATE = re.compile(r"(?:中華|中华)?民[國国]\s*(\d{1,3})\s*年")
@@ -744,9 +805,9 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
         return None, week
     text = _rfc_uncommented(text)  # "+0800 (CST)": the offset decides, year first as in RFC 2822
     text = NAME_AFTER_OFFSET.sub(r"\1", text)  # "+0800 CST", as Go writes it: the offset decides too
-    text, weekday = _without_weekday(text)
-    if weekday is not None:
-        return None, weekday
+    text, marks = _without_marks(text)
+    if marks is not None:
+        return None, marks
     cjk = CJK_DATE.match(text)
     ymd = text if cjk is None else "-".join(cjk.groups()) + (" " + _cjk_clock(text[cjk.end() :])).rstrip()
     if BARE_NUMBER.fullmatch(text):

@@ -327,8 +327,7 @@ def test_a_float_id_among_integer_ids_is_blamed_on_its_own_row(tmp_path):
         ("2024-05-01T16:00:00 UTC+08:00", r"puts an offset after 'UTC' \('UTC\+08:00'\)"),
         ("2024-05-01 03:00 GMT-0500", r"puts an offset after 'GMT' \('GMT-0500'\)"),
         ("2024-05-01T08:00:00Z+08:00", r"puts an offset after 'Z' \('Z\+08:00'\)"),
-        # a 12-hour clock, as Excel in Taiwan writes it: was "cannot parse", or "names its zone 'PM'"
-        ("2024/5/1 下午 04:52:00", r"is on a 12-hour clock \('下午'\)"),
+        # a 12-hour clock in English: was "cannot parse", or "names its zone 'PM'"
         ("2024-05-01 04:52 PM", r"is on a 12-hour clock \('PM'\)"),
         ("2024-05-01 4:52 p.m.", r"is on a 12-hour clock \('p\.m\.'\)"),
     ],
@@ -1974,3 +1973,56 @@ def test_another_day_of_the_week_after_the_time_of_day_is_refused(tmp_path, writ
     path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
     with pytest.raises(InputError, match=r"c\.csv: row 1, field 'published_at': .*a Wednesday"):
         load_corpus(path, timezone="Asia/Taipei")
+
+
+@pytest.mark.parametrize(
+    ("written", "utc"),
+    [
+        ("2024/5/1 下午 03:20:00", "2024-05-01T07:20:00Z"),  # Excel and Windows in Taiwan
+        ("2024/5/1 上午 09:05:00", "2024-05-01T01:05:00Z"),
+        ("2024/5/1 上午 12:10:00", "2024-04-30T16:10:00Z"),  # 00:10, as a 12-hour clock writes it
+        ("2024/5/1 下午 12:30:00", "2024-05-01T04:30:00Z"),  # 12:30
+        ("2024年5月1日 下午3時20分", "2024-05-01T07:20:00Z"),
+        ("2024年5月1日下午3:20", "2024-05-01T07:20:00Z"),
+        ("2024年5月1日 凌晨1時", "2024-04-30T17:00:00Z"),
+        ("2024年5月1日 早上8點30分", "2024-05-01T00:30:00Z"),
+        ("2024年5月1日 中午12時", "2024-05-01T04:00:00Z"),
+        ("2024年5月1日 中午1時", "2024-05-01T05:00:00Z"),
+        ("2024年5月1日 傍晚6時", "2024-05-01T10:00:00Z"),
+        ("2024年5月1日 晚上8点", "2024-05-01T12:00:00Z"),
+        ("2024年5月1日(三) 下午3時20分", "2024-05-01T07:20:00Z"),
+        ("2024/5/1 下午 03:20:00 +09:00", "2024-05-01T06:20:00Z"),
+    ],
+)
+def test_a_chinese_12_hour_clock_after_a_year_first_date_is_read(tmp_path, written, utc):
+    """Excel and Windows in Taiwan write a time on the 12-hour clock (``2024/5/1 下午 03:20:00``), and so
+    do Chinese CMS exports (``2024年5月1日 下午3時20分``, ``晚上8点``): such a time was refused as on a
+    12-hour clock, or as holding more than a date, a time and an offset. A mark before the hour that it
+    holds one way is read on the 24-hour clock (``上午 12:10`` is 00:10, ``下午 12:30`` 12:30)."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+    assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [pd.Timestamp(utc)]
+
+
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [
+        ("2024/5/1 下午 15:00:00", "'下午' before the hour 15"),  # 15:00 or 03:00 p.m. typed wrong?
+        ("2024年5月1日 上午13時", "'上午' before the hour 13"),
+        ("2024年5月1日 晚上12時", "'晚上' before the hour 12"),  # the midnight this day begins or ends with?
+        ("2024年5月1日 凌晨8時", "'凌晨' before the hour 8"),
+        ("2024年5月1日 晚上3時", "'晚上' before the hour 3"),
+        ("2024年5月1日 下午0時", "'下午' before the hour 0"),
+    ],
+)
+def test_a_chinese_12_hour_clock_read_no_one_way_is_refused_saying_how_to_write_it(tmp_path, written, said):
+    """A mark of the 12-hour clock before an hour it does not hold (``下午 15:00``: a 24-hour time with a
+    mark, or a typo) or holds two ways (``晚上12時``: which day's midnight?) is refused by file, row and
+    field, naming the mark and the hours it holds, and how to write the time."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+    with pytest.raises(InputError) as error:
+        load_corpus(path, timezone="Asia/Taipei")
+    message = str(error.value)
+    assert "c.csv: row 1, field 'published_at'" in message and said in message, message
+    assert "24-hour clock" in message and "2024-05-01T08:00:00+08:00" in message
