@@ -704,6 +704,38 @@ def _offset_reason(text: str, ymd: str) -> str | None:
     return f"time {text!r:.40} ends with {shown!r}, which is not an offset (+08:00, -05:00): {WRITE_ISO}"
 
 
+END_OF_DAY = re.compile(
+    r"(?P<year>\d{4})[-/.]?(?P<month>\d{1,2})[-/.]?(?P<day>\d{1,2})(\s*T\s*|,?\s+)24(:?00(:?00([.,]0+)?)?)?(?![\d:])"
+)
+"""A year-first time at 24:00, the end of its day (``2024-05-01T24:00:00``, ``20240501T2400``, and
+``2024年5月1日 24時`` read as ``2024-5-1 24:00``): ISO 8601 lets a day end so, the date parser reads hours 0
+to 23 alone."""
+
+
+def _end_of_day_reason(text: str, ymd: str) -> str | None:
+    """Why the year-first time ``ymd`` (``text`` as written) at 24:00 (:data:`END_OF_DAY`) is refused,
+    naming the next day's 00:00, how a clock writes it; ``None`` for another time, or a date that is none
+    (2024-02-30 24:00, refused for that).
+
+    >>> _end_of_day_reason("2024年5月1日 24時", "2024-5-1 24:00").split(": ")[-1]
+    'write it as 00:00 of the next day, 2024-05-02T00:00:00 with its offset (+08:00 for UTC+08:00)'
+    >>> _end_of_day_reason("2024-05-01T23:00", "2024-05-01T23:00") is None
+    True
+    """
+    end = END_OF_DAY.match(ymd)
+    if end is None:
+        return None
+    try:
+        day = dt.date(int(end["year"]), int(end["month"]), int(end["day"])) + dt.timedelta(days=1)
+    except (ValueError, OverflowError):
+        return None
+    midnight = f"{day.isoformat()}T00:00:00"
+    return (
+        f"time {text!r:.40} is at 24:00, the end of its day, which is read as no time of day (hours run 0 to "
+        f"23): write it as 00:00 of the next day, {midnight} with its offset (+08:00 for UTC+08:00)"
+    )
+
+
 RFC_NUMBER = re.compile(r"(?<![\d:.+-])\d+(?![\d:])")
 """A number of an RFC 2822 time that is neither part of its time of day nor its offset: the day or the
 year, which comes last (``Wed, 01 May 2024 08:00:00 +0800``, ``Wed May  1 08:00:00 2024``)."""
@@ -835,8 +867,8 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
                 f"time {text!r:.40} holds more than a date, a time of day and one offset (a second time or "
                 f"offset, an offset without its sign?), which would be guessed: {WRITE_ISO}"
             )
-        offset = _offset_reason(text, ymd)
-        return (None, offset) if offset else (pd.Timestamp(UTC_NAME_END.sub("Z", ymd)), None)
+        reason = _offset_reason(text, ymd) or _end_of_day_reason(text, ymd)
+        return (None, reason) if reason else (pd.Timestamp(UTC_NAME_END.sub("Z", ymd)), None)
     posix = UTC_AND_OFFSET.search(text)
     if posix:  # GMT+0800, as JavaScript's Date writes it after the time: no zone's abbreviation
         return None, _posix_reason(text, posix)

@@ -1775,7 +1775,7 @@ def test_a_stored_published_at_that_is_no_time_is_refused_saying_what_it_is(tmp_
     [
         ("2024-13-01", "month must be in 1..12"),
         ("2024-02-30", "day is out of range for month"),
-        ("2024-05-01T24:00:00Z", "hour must be in 0..23"),
+        ("2024-05-01T25:00:00Z", "hour must be in 0..23"),  # 24:00 is the end of the day, its own message
         ("Fri, 30 Feb 2024 08:00:00 +0800", "day is out of range for month"),
         ("Fri Feb 30 08:00:00 UTC 2024", "day is out of range for month"),
     ],
@@ -2026,3 +2026,29 @@ def test_a_chinese_12_hour_clock_read_no_one_way_is_refused_saying_how_to_write_
     message = str(error.value)
     assert "c.csv: row 1, field 'published_at'" in message and said in message, message
     assert "24-hour clock" in message and "2024-05-01T08:00:00+08:00" in message
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "2024-05-01T24:00:00",
+        "2024-05-01T24:00:00+08:00",
+        "2024-05-01T24:00:00.000Z",
+        "20240501T240000Z",
+        "2024/5/1 24:00",
+        "2024年5月1日 24時",
+        "2024年5月1日 24時00分",
+    ],
+)
+def test_a_year_first_time_at_24_00_is_refused_naming_the_next_days_midnight(tmp_path, written):
+    """ISO 8601 lets the end of a day be written 24:00, and Chinese and Japanese times write it ``24時``:
+    such a time was refused as no time of the calendar, the date parser's 'hour must be in 0..23'. It is
+    refused by file, row and field saying it is the end of its day, and that it is written as 00:00 of the
+    next day (the 2nd of May), which it is not read as: the date parser reads no 24:00 in any form."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+    with pytest.raises(InputError) as error:
+        load_corpus(path, timezone="Asia/Taipei")
+    message = str(error.value)
+    assert "c.csv: row 1, field 'published_at'" in message and "0..23" not in message, message
+    assert "24:00, the end of its day" in message and "2024-05-02T00:00:00" in message, message
