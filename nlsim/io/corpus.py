@@ -1017,14 +1017,18 @@ def _shown_time(value: Any) -> Any:
     """``value`` without the format characters that show nothing (Unicode category Cf: a left-to-right mark,
     which Windows and browsers put into a date they format for a right-to-left language, a zero-width
     space, a byte-order mark), its full-width digits and marks read as ASCII (NFKC: ``08：00``, as a Chinese
-    input method types it, is ``08:00``) when it is text: the time it shows.
+    input method types it, is ``08:00``) and the minus sign ISO 8601 names, U+2212 (``−08:00``), as a
+    hyphen-minus, when it is text: the time it shows.
 
     >>> _shown_time("\u200e2026-12-06\u200b"), _shown_time("２０２６－１２－０６ ０８：００"), _shown_time(5)
     ('2026-12-06', '2026-12-06 08:00', 5)
+    >>> _shown_time("2026-12-06T08:00\u221205:00")
+    '2026-12-06T08:00-05:00'
     """
     if not isinstance(value, str):
         return value
-    return unicodedata.normalize("NFKC", "".join(ch for ch in value if unicodedata.category(ch) != "Cf"))
+    shown = "".join(ch for ch in value if unicodedata.category(ch) != "Cf").replace("\u2212", "-")
+    return unicodedata.normalize("NFKC", shown)
 
 
 def _stored_reason(value: Any) -> str | None:

@@ -2052,3 +2052,21 @@ def test_a_year_first_time_at_24_00_is_refused_naming_the_next_days_midnight(tmp
     message = str(error.value)
     assert "c.csv: row 1, field 'published_at'" in message and "0..23" not in message, message
     assert "24:00, the end of its day" in message and "2024-05-02T00:00:00" in message, message
+
+
+@pytest.mark.parametrize(
+    ("written", "utc"),
+    [
+        ("2024-05-01T08:00:00\u221208:00", "2024-05-01T16:00:00Z"),
+        ("2024-05-01 03:00 \u22120500", "2024-05-01T08:00:00Z"),
+        ("Wed, 01 May 2024 03:00:00 \u22120500", "2024-05-01T08:00:00Z"),
+    ],
+)
+def test_an_offset_with_the_minus_sign_iso_8601_names_is_read(tmp_path, written, utc):
+    """ISO 8601 writes a negative offset with the minus sign, U+2212 (``−08:00``), the hyphen-minus only where
+    it is not to be had, and a typeset page or a word processor writes it so: such a time was refused as
+    holding more than a date, a time of day and one offset. It is read as the same offset written with a
+    hyphen-minus, not on the run's clock."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+    assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [pd.Timestamp(utc)]
