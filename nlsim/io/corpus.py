@@ -808,13 +808,16 @@ def _rfc_uncommented(text: str) -> str:
     """The RFC 2822 time ``text`` without the comment after its zone, when the zone says its offset
     (``+0800 (CST)``, ``GMT (UTC)``): the offset decides, as RFC 2822 says and ``email.utils`` reads it, even
     where the comment names another zone; a comment after no offset (``08:00:00 (CST)``, ``EST (CST)``) is
-    kept, and names a zone.
+    kept, and names a zone, and so is a day of the week after a year-first time's offset (``2024-05-01
+    08:00 +0800 (Wed)``: :func:`_without_weekday` checks it).
 
     >>> _rfc_uncommented("Sun, 06 Dec 2026 10:00:00 +0800 (CST)"), _rfc_uncommented("06 Dec 2026 10:00 (CST)")
     ('Sun, 06 Dec 2026 10:00:00 +0800', '06 Dec 2026 10:00 (CST)')
     """
     comment = RFC_COMMENT.search(text)
     if comment is None or not RFC_ZONE_END.search(text[: comment.start()]):
+        return text
+    if YEAR_FIRST.match(text) and LAST_WEEKDAY.fullmatch(comment.group()):  # (Wed): read and checked
         return text
     return text[: comment.start()]
 

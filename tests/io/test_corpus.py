@@ -2070,3 +2070,23 @@ def test_an_offset_with_the_minus_sign_iso_8601_names_is_read(tmp_path, written,
     path = tmp_path / "c.csv"
     path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
     assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [pd.Timestamp(utc)]
+
+
+@pytest.mark.parametrize(
+    ("written", "utc"),
+    [
+        ("2024-05-01 08:00 +0800 (Thu)", "2024-05-01T00:00:00Z"),
+        ("2024-05-01T08:00:00Z (四)", "2024-05-01T08:00:00Z"),
+    ],
+)
+def test_another_day_of_the_week_after_a_year_first_times_offset_is_refused(tmp_path, written, utc):
+    """A day of the week in brackets after a year-first time's offset was dropped unread, as the comment
+    after an RFC 2822 offset is (``+0800 (CST)``): a Thursday after the 1st of May 2024, a Wednesday, was
+    read with exit 0, where after the date or the time of day it is refused. It is checked as there."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"c\.csv: row 1, field 'published_at': .*a Wednesday"):
+        load_corpus(path, timezone="Asia/Taipei")
+    right = written.replace("(Thu)", "(Wed)").replace("(四)", "(三)")
+    path.write_text(f'id,title,published_at\na,Floods,"{right}"\n', encoding="utf-8")
+    assert load_corpus(path).frame["published_at"].tolist() == [pd.Timestamp(utc)]
