@@ -684,6 +684,21 @@ def _zone_names(text: str) -> list[str]:
 UTC_NAME_END = re.compile(r"\s*(UTC|GMT|UT|Z)$", re.IGNORECASE)
 """A name of UTC ending a year-first time, in any case (``08:00 utc``, ``08:00:00 UT``): read as ``Z``, which
 the date parser reads (it refuses ``UT`` and a name in lower case)."""
+LONE_HOUR = re.compile(r"^(\d{4}(?:[-/.]\d{1,2}[-/.]\d{1,2}|\d{4})(?:\s*T\s*|,?\s+))(\d)(?![\d:])")
+"""A year-first time whose time of day is an hour alone in one digit (``2024-05-01 8``), which the date
+parser reads in two alone (``2024-05-01 08``)."""
+
+
+def _parser_text(ymd: str) -> str:
+    """The year-first time ``ymd`` as the date parser reads it: a name of UTC ending it as ``Z``
+    (:data:`UTC_NAME_END`), an hour alone in one digit in two (:data:`LONE_HOUR`).
+
+    >>> _parser_text("2024-05-01 8 utc"), _parser_text("2024/5/1 8:05")
+    ('2024-05-01 08Z', '2024/5/1 8:05')
+    """
+    return LONE_HOUR.sub(r"\g<1>0\2", UTC_NAME_END.sub("Z", ymd), count=1)
+
+
 ISO_OFFSET = re.compile(r"[+-]\d{1,2}:?(\d{2})$")
 """The offset that ends a year-first time with its minutes (``+08:00``, ``-0500``, ``+5:30``)."""
 
@@ -871,7 +886,7 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
                 f"offset, an offset without its sign?), which would be guessed: {WRITE_ISO}"
             )
         reason = _offset_reason(text, ymd) or _end_of_day_reason(text, ymd)
-        return (None, reason) if reason else (pd.Timestamp(UTC_NAME_END.sub("Z", ymd)), None)
+        return (None, reason) if reason else (pd.Timestamp(_parser_text(ymd)), None)
     posix = UTC_AND_OFFSET.search(text)
     if posix:  # GMT+0800, as JavaScript's Date writes it after the time: no zone's abbreviation
         return None, _posix_reason(text, posix)

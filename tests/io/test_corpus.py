@@ -2090,3 +2090,22 @@ def test_another_day_of_the_week_after_a_year_first_times_offset_is_refused(tmp_
     right = written.replace("(Thu)", "(Wed)").replace("(四)", "(三)")
     path.write_text(f'id,title,published_at\na,Floods,"{right}"\n', encoding="utf-8")
     assert load_corpus(path).frame["published_at"].tolist() == [pd.Timestamp(utc)]
+
+
+@pytest.mark.parametrize(
+    ("written", "utc"),
+    [
+        ("2024-05-01 8", "2024-05-01T00:00:00Z"),
+        ("2024/5/1 8", "2024-05-01T00:00:00Z"),
+        ("2024-05-01T8+08:00", "2024-05-01T00:00:00Z"),
+        ("20240501T8Z", "2024-05-01T08:00:00Z"),
+        ("2024-05-01 8 UTC", "2024-05-01T08:00:00Z"),
+    ],
+)
+def test_a_year_first_time_of_day_in_one_digit_hours_alone_is_read_as_in_two(tmp_path, written, utc):
+    """A year-first time with its hour alone is read in two digits (``2024-05-01 08``: 08:00), but in one
+    (``2024-05-01 8``) it was refused as 'no day or time of the calendar (Unknown datetime string format,
+    unable to parse)', the date parser's words. It is read as the same hour in two digits."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+    assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [pd.Timestamp(utc)]
