@@ -302,6 +302,18 @@ def _cjk_clock(rest: str) -> str:
     return CJK_TIME.sub(lambda m: ":".join(g for g in (m[1], m[2] or "00", m[3]) if g is not None), rest)
 
 
+def _cjk_as_ascii(text: str, cjk: re.Match[str] | None) -> str:
+    """``text``, with its date written 2024年5月1日 that ``cjk`` matched written ``2024-5-1`` and its time of
+    day with colons (:func:`_cjk_clock`); ``text`` when ``cjk`` is ``None``.
+
+    >>> _cjk_as_ascii("2024年5月1日 08時30分", CJK_DATE.match("2024年5月1日 08時30分"))
+    '2024-5-1 08:30'
+    """
+    if cjk is None:
+        return text
+    return "-".join(cjk.groups()) + (" " + _cjk_clock(text[cjk.end() :])).rstrip()
+
+
 CJK_WEEKDAY = re.compile(
     r"\s*(?:[(（]\s*(?:(?:星期|禮拜|礼拜|週|周)?(?P<in_brackets>[一二三四五六日天])|(?P<ja_day>[月火水木金土日])(?:曜日?)?"
     r"|(?i:(?P<en_day>mon|tue|wed|thu|fri|sat|sun)(?:(?<=mon)day|(?<=tue)s(?:day)?|(?<=wed)nesday"
@@ -859,7 +871,7 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     if marks is not None:
         return None, marks
     cjk = CJK_DATE.match(text)
-    ymd = text if cjk is None else "-".join(cjk.groups()) + (" " + _cjk_clock(text[cjk.end() :])).rstrip()
+    ymd = _cjk_as_ascii(text, cjk)
     if BARE_NUMBER.fullmatch(text):
         return _parse_number_text(text)
     twelve = TWELVE_HOUR.search(text)
@@ -1003,6 +1015,8 @@ def placeholder_time(value: Any, time: pd.Timestamp | None, zone: dt.tzinfo = dt
     an offset) is a placeholder for no date: written as one (:data:`PLACEHOLDER_TEXT`), a Unix time of 0
     written on any clock (``1970-01-01 08:00:00`` in Taipei), or a timestamp at midnight of one of
     :data:`PLACEHOLDER_DAYS` in UTC or in ``zone``. A time of those days at another time of day is a time.
+    Written in Chinese or on a 12-hour clock (``1970年1月1日``, ``1899/12/30 上午 12:00:00``), it is one as
+    written in ASCII on the 24-hour clock.
 
     >>> placeholder_time("0000-00-00 00:00:00", None), placeholder_time("1970-01-01 00:00:01", None)
     (True, False)
@@ -1010,7 +1024,12 @@ def placeholder_time(value: Any, time: pd.Timestamp | None, zone: dt.tzinfo = dt
     True
     """
     if isinstance(value, str):
-        return PLACEHOLDER_TEXT.fullmatch(value.strip()) is not None or (time is not None and time == EPOCH)
+        text = _without_marks(value.strip())[
+            0
+        ]  # 1970年1月1日(木), 1899/12/30 上午 12:00:00: as ISO writes it
+        ascii_text = _cjk_as_ascii(text, CJK_DATE.match(text))
+        written = any(PLACEHOLDER_TEXT.fullmatch(t) for t in (value.strip(), ascii_text))
+        return written or (time is not None and time == EPOCH)
     if time is None or pd.isna(time):
         return False
     if time == EPOCH:

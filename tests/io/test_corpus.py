@@ -2109,3 +2109,28 @@ def test_a_year_first_time_of_day_in_one_digit_hours_alone_is_read_as_in_two(tmp
     path = tmp_path / "c.csv"
     path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
     assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [pd.Timestamp(utc)]
+
+
+def test_a_placeholder_date_written_in_chinese_or_on_a_12_hour_clock_is_read_as_undated(tmp_path):
+    """A placeholder for no date written as Excel in Taiwan writes a time (``1899/12/30 上午 12:00:00``, the
+    spreadsheet's zero date; ``1970/1/1 上午 12:00:00``) or as a Chinese CMS writes one (``1970年1月1日
+    00時00分``, ``1900年1月1日``) was read as a real time of 1899, 1900 or 1970, with exit 0, where the same
+    placeholder written 1970-01-01 00:00:00 is no date. It is no date, and the corpus warns of it."""
+    path = tmp_path / "c.csv"
+    rows = [
+        "2026-12-06T08:00:00Z",
+        "1899/12/30 上午 12:00:00",
+        "1970/1/1 上午 12:00:00",
+        "1970年1月1日 00時00分",
+        "1900年1月1日",
+        "1970年1月1日(木) 00:00",
+        "1970/1/1 上午 12:00:01",  # a second after: a time
+    ]
+    path.write_text(
+        "id,title,published_at\n" + "".join(f"n{i},Story {i},{r}\n" for i, r in enumerate(rows)),
+        encoding="utf-8",
+    )
+    corpus = load_corpus(path, timezone="Asia/Taipei")
+    assert corpus.frame["published_at"].isna().tolist() == [False, True, True, True, True, True, False]
+    (warning,) = corpus.warnings
+    assert "5 published_at value(s) are placeholders for no date" in warning, warning
