@@ -151,6 +151,26 @@ def _bracketed_zone(name: str) -> str | None:
     return inner
 
 
+OFFSET_NAME = re.compile(r"(UTC|GMT|UT|Z)?\s*[+-]\s*\d{1,2}(:?\d{2})?", re.IGNORECASE)
+"""An offset given where a zone is asked for (``UTC+8``, ``+08:00``, ``GMT-5``)."""
+
+
+def _zone_hint(name: str) -> str:
+    """What to give instead of ``name``, which is no time zone: the zone that is ``name`` in another case or
+    without its spaces (the zone database's names are read in their case), that an offset is no zone, or
+    an example.
+
+    >>> _zone_hint("asia/taipei"), _zone_hint("UTC+8").split(":")[0], _zone_hint("Asia/Taipai")
+    ("did you mean 'Asia/Taipei'?", 'an offset, not a time zone', 'e.g. Asia/Taipei, UTC')
+    """
+    from zoneinfo import available_timezones
+
+    if OFFSET_NAME.fullmatch(name.strip()):
+        return "an offset, not a time zone: name the place's zone (Asia/Taipei for UTC+08:00)"
+    spelled = {zone.lower(): zone for zone in available_timezones()}.get(name.strip().lower())
+    return f"did you mean {spelled!r}?" if spelled else "e.g. Asia/Taipei, UTC"
+
+
 def zone_problem(name: str, what: str = "--timezone", effect: str = READ_OFF) -> str | None:
     """What is wrong with ``name`` as the run's time zone (given as ``what``: ``--timezone``, or a
     deployment schedule's ``timezone``, whose runs start on its clock: ``effect``,
@@ -178,7 +198,7 @@ def zone_problem(name: str, what: str = "--timezone", effect: str = READ_OFF) ->
         inner = _bracketed_zone(name)
         if inner is not None:  # a time as Java writes it, or its zone in brackets: the zone is the name
             return f"{what} {name!r}: not a time zone name; the zone in its brackets is: {inner}"
-        return f"{what} {name!r}: not a time zone name (e.g. Asia/Taipei, UTC)"
+        return f"{what} {name!r}: not a time zone name ({_zone_hint(name)})"
     posix = POSIX_ZONE.fullmatch(name)
     if posix is None:
         return standard_zone_problem(name, what, effect)

@@ -574,6 +574,32 @@ def test_a_bad_time_zone_is_refused(tmp_path, zone):
         load_corpus(path, timezone=zone)
 
 
+@pytest.mark.parametrize(
+    ("zone", "said"),
+    [
+        ("asia/taipei", "did you mean 'Asia/Taipei'?"),  # a zone's name is read in its case
+        ("europe/london", "did you mean 'Europe/London'?"),
+        ("Asia/Taipei ", "did you mean 'Asia/Taipei'?"),
+        ("utc", "did you mean 'UTC'?"),
+        ("UTC+8", "an offset, not a time zone: name the place's zone (Asia/Taipei for UTC+08:00)"),
+        ("+08:00", "an offset, not a time zone"),
+        ("GMT-5", "an offset, not a time zone"),
+    ],
+)
+def test_a_time_zone_named_in_another_case_or_as_an_offset_is_refused_naming_what_to_give(
+    tmp_path, zone, said
+):
+    """``--timezone asia/taipei`` (the zone database's names are read in their case) or ``--timezone UTC+8``
+    was refused as "not a time zone name (e.g. Asia/Taipei, UTC)", which left the user to find the zone's
+    spelling: the message names the zone that is the name in another case, or says an offset is no zone."""
+    path = tmp_path / "c.csv"
+    path.write_text("id,title\na,A\n")
+    with pytest.raises(ConfigError) as caught:
+        load_corpus(path, timezone=zone)
+    message = str(caught.value)
+    assert f"--timezone {zone!r}: not a time zone name" in message and said in message, message
+
+
 @pytest.mark.parametrize("zone", ["2024-05-01T08:00:00.123456789+01:00[Europe/London]", "[Europe/London]"])
 def test_a_time_zone_given_in_brackets_is_refused_naming_the_zone_to_give(tmp_path, zone):
     """``--timezone`` given a time as Java writes it, or its bracketed zone, was refused as "not a time zone
