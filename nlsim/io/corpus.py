@@ -638,6 +638,31 @@ def _zone_name_reason(text: str, zone: str, wall: dt.datetime | None, *, unix: b
     )
 
 
+ZONE_WORDS = re.compile(r"\s*(\(\s*)?(?P<zone>[^\s\d()]{1,10}?(標準時間|标准时间|時間|时间))(?(1)\s*\))$")
+"""A zone named in Chinese or Japanese words after a time (``15:20 (台北時間)``, ``15:20（北京时间）``,
+``15:20 北京时间``), as news sites write it, in brackets or not."""
+
+
+def _zone_words_reason(text: str, ymd: str) -> str | None:
+    """Why the year-first time ``ymd`` (``text`` as written) ending with its zone named in words
+    (:data:`ZONE_WORDS`) is refused, naming the zone and the time to write with its offset; ``None`` for
+    another time.
+
+    >>> _zone_words_reason("2024-05-01 15:20 (北京时间)", "2024-05-01 15:20 (北京时间)").split(": ")[0]
+    "time '2024-05-01 15:20 (北京时间)' names its zone in words, '北京时间', not an offset"
+    """
+    words = ZONE_WORDS.search(ymd)
+    if words is None:
+        return None
+    wall = _wall_clock(ymd[: words.start()])
+    example = "2024-05-01T08:00:00" if wall is None else wall.isoformat()
+    return (
+        f"time {text!r:.40} names its zone in words, {words['zone']!r}, not an offset: a zone's name is not "
+        f"read; write the time in ISO 8601 with the offset {words['zone']} stands for, {example}+08:00 for "
+        "UTC+08:00"
+    )
+
+
 def _unix_date(text: str, unix: re.Match[str]) -> tuple[pd.Timestamp | None, str | None]:
     """The time ``text`` written as Unix ``date`` writes it (:data:`UNIX_DATE`): read when its zone is a name
     of UTC (``UTC``, ``GMT``) or a signed offset (``+0800``), refused naming the zone when it is an
@@ -882,8 +907,9 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
         return None, bracketed
     names = _zone_names(text)
     if YEAR_FIRST.match(ymd):
-        if names:
-            return None, _zone_name_reason(text, names[-1], _wall_clock(ymd))
+        words = _zone_words_reason(text, ymd)
+        if names or words:
+            return None, words or _zone_name_reason(text, names[-1], _wall_clock(ymd))
         posix = UTC_AND_OFFSET.search(text)
         if posix:
             return None, _posix_reason(text, posix)

@@ -2160,3 +2160,29 @@ def test_a_placeholder_date_written_in_chinese_or_on_a_12_hour_clock_is_read_as_
     assert corpus.frame["published_at"].isna().tolist() == [False, True, True, True, True, True, False]
     (warning,) = corpus.warnings
     assert "5 published_at value(s) are placeholders for no date" in warning, warning
+
+
+@pytest.mark.parametrize(
+    ("written", "zone", "wall"),
+    [
+        ("2024年5月1日 15:20 (台北時間)", "台北時間", "2024-05-01T15:20:00"),
+        ("2024-05-01 15:20（北京时间）", "北京时间", "2024-05-01T15:20:00"),
+        ("2024年5月1日 15時20分 (日本時間)", "日本時間", "2024-05-01T15:20:00"),
+        ("2024年5月1日 15:20 北京时间", "北京时间", "2024-05-01T15:20:00"),
+        ("2024/05/01 15:20 (台北標準時間)", "台北標準時間", "2024-05-01T15:20:00"),
+    ],
+)
+def test_a_year_first_time_naming_its_zone_in_chinese_words_is_refused_saying_so(
+    tmp_path, written, zone, wall
+):
+    """Chinese and Japanese news sites write the zone after the time in words (``15:20（北京时间）``,
+    ``(台北時間)``): such a time was refused as holding a time of day in Chinese or Japanese read only in
+    hours and minutes (the 時 of 時間), or as holding more than a date, a time and an offset, neither of
+    which it does. It is refused naming the zone as written, and the time to write with its offset."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+    with pytest.raises(InputError) as error:
+        load_corpus(path, timezone="Asia/Taipei")
+    message = str(error.value)
+    assert "c.csv: row 1, field 'published_at'" in message and f"names its zone in words, {zone!r}" in message
+    assert f"{wall}+08:00" in message and "hours and minutes" not in message, message
