@@ -418,7 +418,7 @@ def _without_weekday(text: str) -> tuple[str, str | None]:
 
 CJK_TWELVE_HOUR = re.compile(
     r"(?P<date>\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{4}\s*年\s*\d{1,2}\s*月\s*\d{1,2}\s*[日号號])"
-    r"\s*(?P<mark>上午|下午|中午|早上|凌晨|傍晚|晚上)\s*(?P<hour>\d{1,2})(?=\s*[:時时點点])"
+    r"\s*(?P<mark>上午|下午|中午|早上|凌晨|傍晚|晚上|半夜|午夜|深夜)\s*(?P<hour>\d{1,2})(?=\s*[:時时點点])"
 )
 """A time of day on the 12-hour clock after a date written year first, its mark before the hour, as Excel
 and Windows in Taiwan write it (``2024/5/1 下午 03:20:00``) and Chinese CMS exports (``2024年5月1日
@@ -434,11 +434,16 @@ CJK_HOURS = {
         {h: h + 12 for h in range(6, 12)},
         "6 to 11 (18:00 to 23:00); 12 is the midnight the day begins or ends with, which cannot be told",
     ),
+    **dict.fromkeys(
+        ("半夜", "午夜", "深夜"),
+        ({}, "no hour one way: a time of the night may be the date's or run into the next day's"),
+    ),
 }
 """The hours each mark of :data:`CJK_TWELVE_HOUR` holds, each as the hour of the 24-hour clock it is, and
 the hours in words for a message. ``上午``/``下午`` are the 12-hour clock's a.m. and p.m. (``上午 12:10`` is
 00:10, ``下午 12:30`` 12:30); the others name a part of the day, and an hour outside it (``凌晨8時``) or a
-24-hour hour after any mark (``下午 15:00``) is no time read one way."""
+24-hour hour after any mark (``下午 15:00``) is no time read one way; a part of the night (``半夜1時``:
+the date's 01:00, or the next day's?) holds none."""
 
 
 def _cjk_twelve_hour(text: str) -> tuple[str, str | None]:

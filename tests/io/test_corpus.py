@@ -2039,6 +2039,11 @@ def test_a_chinese_12_hour_clock_after_a_year_first_date_is_read(tmp_path, writt
         ("2024年5月1日 凌晨8時", "'凌晨' before the hour 8"),
         ("2024年5月1日 晚上3時", "'晚上' before the hour 3"),
         ("2024年5月1日 下午0時", "'下午' before the hour 0"),
+        # a part of the night, which may be the date's or run into the next day's: was "read only in hours
+        # and minutes" (the 半 of 半夜 read as a half hour), or "holds more than a date, a time and an offset"
+        ("2024年5月1日 半夜1時", "'半夜' before the hour 1"),
+        ("2024年5月1日 午夜12時", "'午夜' before the hour 12"),
+        ("2024/5/1 深夜 01:30", "'深夜' before the hour 1"),
     ],
 )
 def test_a_chinese_12_hour_clock_read_no_one_way_is_refused_saying_how_to_write_it(tmp_path, written, said):
