@@ -270,8 +270,8 @@ NO_TIME = frozenset({"nat", "nan", "none", "null"})
 """What a table writer puts for a missing time (``df.astype(str)``, JSON ``null`` as text)."""
 TWELVE_HOUR = re.compile(r"(?<![A-Za-z])([AaPp]\.?[Mm]\.?)(?![A-Za-z])|上午|下午|午前|午後|오전|오후")
 """The marks of a 12-hour clock (``PM``, ``p.m.``, ``下午``): a zone name to the zone check, a word the date
-parser does not know. One written in Chinese before the hour after a year-first date is read
-(:func:`_cjk_twelve_hour`)."""
+parser does not know. One written in Chinese, Japanese or Korean before the hour after a year-first date
+is read (:func:`_cjk_twelve_hour`)."""
 UTC_AND_OFFSET = re.compile(r"(UTC|GMT|UT|Z)\s*[+-]\s*\d[\d:]*", re.IGNORECASE)
 """A name of UTC followed by an offset (``GMT+8``, ``UTC-3``, ``Z+08:00``): read two ways, POSIX's (``GMT+8``
 is 8 hours behind UTC, how the date parser reads it) and the way people write it (8 hours ahead)."""
@@ -418,11 +418,12 @@ def _without_weekday(text: str) -> tuple[str, str | None]:
 
 CJK_TWELVE_HOUR = re.compile(
     r"(?P<date>\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{4}\s*年\s*\d{1,2}\s*月\s*\d{1,2}\s*[日号號])"
-    r"\s*(?P<mark>上午|下午|中午|早上|凌晨|傍晚|晚上|半夜|午夜|深夜)\s*(?P<hour>\d{1,2})(?=\s*[:時时點点])"
+    r"\s*(?P<mark>上午|下午|中午|早上|凌晨|傍晚|晚上|半夜|午夜|深夜|午前|午後|오전|오후)\s*(?P<hour>\d{1,2})(?=\s*[:時时點点])"
 )
 """A time of day on the 12-hour clock after a date written year first, its mark before the hour, as Excel
 and Windows in Taiwan write it (``2024/5/1 下午 03:20:00``) and Chinese CMS exports (``2024年5月1日
-下午3時20分``, ``2024年5月1日 晚上8点``)."""
+下午3時20分``, ``2024年5月1日 晚上8点``), Japanese ones (``2024年5月1日 午後3時20分``), and Excel and Windows
+in Korea (``2024-05-01 오후 3:20:00``)."""
 CJK_HOURS = {
     "凌晨": ({12: 0} | {h: h for h in range(7)}, "12 (00:00) and 0 to 6, the small hours"),
     "早上": ({h: h for h in range(4, 12)}, "4 to 11, the morning"),
@@ -434,6 +435,16 @@ CJK_HOURS = {
         {h: h + 12 for h in range(6, 12)},
         "6 to 11 (18:00 to 23:00); 12 is the midnight the day begins or ends with, which cannot be told",
     ),
+    "午前": (
+        {h: h for h in range(12)},
+        "0 to 11, Japan's clock; 12 is noon by its rule of 1872, or midnight?",
+    ),
+    "午後": (
+        {h: h + 12 for h in range(12)},
+        "0 to 11 (12:00 to 23:00), Japan's clock; 12 is midnight by its rule of 1872, or noon?",
+    ),
+    "오전": ({12: 0} | {h: h for h in range(12)}, "12 (00:00) and 0 to 11, before noon"),
+    "오후": ({12: 12} | {h: h + 12 for h in range(1, 12)}, "12 (12:00) and 1 to 11 (13:00 to 23:00)"),
     **dict.fromkeys(
         ("半夜", "午夜", "深夜"),
         ({}, "no hour one way: a time of the night may be the date's or run into the next day's"),
@@ -443,13 +454,14 @@ CJK_HOURS = {
 the hours in words for a message. ``上午``/``下午`` are the 12-hour clock's a.m. and p.m. (``上午 12:10`` is
 00:10, ``下午 12:30`` 12:30); the others name a part of the day, and an hour outside it (``凌晨8時``) or a
 24-hour hour after any mark (``下午 15:00``) is no time read one way; a part of the night (``半夜1時``:
-the date's 01:00, or the next day's?) holds none."""
+the date's 01:00, or the next day's?) holds none. ``午前``/``午後`` run 0 to 11 on Japan's clock (``午後0時``
+is noon; ``午前12時`` reads two ways), ``오전``/``오후`` are a.m. and p.m. as ``上午``/``下午`` are."""
 
 
 def _cjk_twelve_hour(text: str) -> tuple[str, str | None]:
-    """``text``, a time written year first, with its time of day on a Chinese 12-hour clock
-    (:data:`CJK_TWELVE_HOUR`) written on the 24-hour clock, or the reason it is refused: an hour its mark
-    does not hold (:data:`CJK_HOURS`).
+    """``text``, a time written year first, with its time of day on a Chinese, Japanese or Korean 12-hour
+    clock (:data:`CJK_TWELVE_HOUR`) written on the 24-hour clock, or the reason it is refused: an hour its
+    mark does not hold (:data:`CJK_HOURS`).
 
     >>> _cjk_twelve_hour("2024/5/1 下午 03:20:00"), _cjk_twelve_hour("2024年5月1日上午12時10分")
     (('2024/5/1 15:20:00', None), ('2024年5月1日 00時10分', None))

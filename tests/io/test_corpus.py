@@ -2191,3 +2191,46 @@ def test_a_year_first_time_naming_its_zone_in_chinese_words_is_refused_saying_so
     message = str(error.value)
     assert "c.csv: row 1, field 'published_at'" in message and f"names its zone in words, {zone!r}" in message
     assert f"{wall}+08:00" in message and "hours and minutes" not in message, message
+
+
+@pytest.mark.parametrize(
+    ("written", "utc"),
+    [
+        ("2024年5月1日 午後3時20分", "2024-05-01T07:20:00Z"),  # Japanese: 午前 and 午後 run 0 to 11
+        ("2024年5月1日(水) 午前0時30分", "2024-04-30T16:30:00Z"),
+        ("2024年5月1日 午後0時", "2024-05-01T04:00:00Z"),
+        ("2024/05/01 午前 11:59", "2024-05-01T03:59:00Z"),
+        ("2024-05-01 오후 3:20:00", "2024-05-01T07:20:00Z"),  # Excel and Windows in Korea
+        ("2024-05-01 오전 12:10:00", "2024-04-30T16:10:00Z"),
+        ("2024-05-01 오후 12:10:00", "2024-05-01T04:10:00Z"),
+    ],
+)
+def test_a_japanese_or_korean_12_hour_clock_after_a_year_first_date_is_read(tmp_path, written, utc):
+    """Japanese CMS exports write 午前 and 午後 before the hour (``2024年5月1日 午後3時20分``), and Excel and
+    Windows in Korea 오전 and 오후 (``2024-05-01 오후 3:20:00``): such a time was refused as on a 12-hour
+    clock. It is read on the 24-hour clock as Chinese marks are: 午前 and 午後 on Japan's clock, which runs
+    0 to 11 (午後0時 is noon), 오전 and 오후 as a.m. and p.m. (오전 12:10 is 00:10)."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+    assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [pd.Timestamp(utc)]
+
+
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [
+        ("2024年5月1日 午前12時", "'午前' before the hour 12"),  # noon by Japan's 1872 rule, or midnight?
+        ("2024年5月1日 午後12時", "'午後' before the hour 12"),
+        ("2024-05-01 오후 15:00:00", "'오후' before the hour 15"),
+    ],
+)
+def test_a_japanese_or_korean_12_hour_clock_read_no_one_way_is_refused(tmp_path, written, said):
+    """午前12時 is noon by the rule Japan's clock was set by in 1872 and midnight on most clocks, and 午後12時
+    likewise; an hour past 12 after 오후 is a 24-hour time with a mark, or a typo: each is refused by file,
+    row and field, naming the mark and the hours it holds."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+    with pytest.raises(InputError) as error:
+        load_corpus(path, timezone="Asia/Taipei")
+    message = str(error.value)
+    assert "c.csv: row 1, field 'published_at'" in message and said in message, message
+    assert "24-hour clock" in message, message
