@@ -481,16 +481,55 @@ def _cjk_twelve_hour(text: str) -> tuple[str, str | None]:
     return f"{text[: twelve.end('date')]} {hours[hour]:02d}{text[twelve.end('hour') :]}", None
 
 
+AM_PM = re.compile(
+    r"(?P<date>\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{4}\s*年\s*\d{1,2}\s*月\s*\d{1,2}\s*[日号號])"
+    r"(?:\s+(?P<before>[AaPp]\.?[Mm]\.?)\s*|\s*T\s*|,?\s+|\s*)"  # PM 03:20, as Windows in Taiwan writes it
+    r"(?P<hour>\d{1,2})(?P<clock>:\d{2}(?::\d{2}(?:[.,]\d+)?)?)"
+    r"(?(before)|\s*(?P<after>[AaPp]\.?[Mm]\.?)(?![A-Za-z]))"  # or 3:20 p.m., as Canada's English writes it
+)
+"""A time of day on the 12-hour clock with AM or PM (``a.m.``, ``pm``) after a date written year first,
+the mark before the hour (``2024/5/1 PM 03:20:00``) or after the time (``2024-05-01 3:20 p.m.``)."""
+AM_PM_HOURS = {
+    "a": ({12: 0} | {h: h for h in range(1, 12)}, "12 (00:00) and 1 to 11"),
+    "p": ({12: 12} | {h: h + 12 for h in range(1, 12)}, "12 (12:00) and 1 to 11 (13:00 to 23:00)"),
+}
+"""The hours AM and PM hold (:data:`AM_PM`), each as the hour of the 24-hour clock it is, and in words."""
+
+
+def _am_pm(text: str) -> tuple[str, str | None]:
+    """``text``, a time written year first, with its time of day on the 12-hour clock with AM or PM
+    (:data:`AM_PM`) written on the 24-hour clock, or the reason it is refused: an hour the mark does not
+    hold (:data:`AM_PM_HOURS`: ``15:20 PM``, ``0:20 AM``).
+
+    >>> _am_pm("2024-05-01 3:20 p.m. +09:00"), _am_pm("2024/5/1 AM 12:10:00")
+    (('2024-05-01 15:20 +09:00', None), ('2024/5/1 00:10:00', None))
+    """
+    twelve = AM_PM.match(text)
+    if twelve is None:
+        return text, None
+    mark, hour = twelve["before"] or twelve["after"], int(twelve["hour"])
+    hours, held = AM_PM_HOURS[mark[0].lower()]
+    if hour not in hours:
+        where = "before" if twelve["before"] else "after"
+        return text, (
+            f"time {text!r:.40} has {mark!r} {where} the hour {hour}, which {mark} does not hold (it holds "
+            f"{held}): write the time on the 24-hour clock without {mark!r}, or {WRITE_ISO}"
+        )
+    return f"{twelve['date']} {hours[hour]:02d}{twelve['clock']}{text[twelve.end() :]}", None
+
+
 def _without_marks(text: str) -> tuple[str, str | None]:
     """``text``, a time written year first, without the day of the week after its date or its time of day
-    (:func:`_without_weekday`) and with its time of day on a Chinese 12-hour clock on the 24-hour clock
-    (:func:`_cjk_twelve_hour`), or the reason either is refused.
+    (:func:`_without_weekday`) and with its time of day on a 12-hour clock on the 24-hour clock
+    (:func:`_cjk_twelve_hour`, :func:`_am_pm`), or the reason either is refused.
 
     >>> _without_marks("2024/5/1 下午 03:20:00 (三)")
     ('2024/5/1 15:20:00', None)
     """
     text, reason = _without_weekday(text)
-    return (text, reason) if reason is not None else _cjk_twelve_hour(text)
+    if reason is None:
+        text, reason = _cjk_twelve_hour(text)
+    return (text, reason) if reason is not None else _am_pm(text)
 
 
 MINGUO_DATE = re.compile(r"(?:中華|中华)?民[國国]\s*(\d{1,3})\s*年")

@@ -327,9 +327,9 @@ def test_a_float_id_among_integer_ids_is_blamed_on_its_own_row(tmp_path):
         ("2024-05-01T16:00:00 UTC+08:00", r"puts an offset after 'UTC' \('UTC\+08:00'\)"),
         ("2024-05-01 03:00 GMT-0500", r"puts an offset after 'GMT' \('GMT-0500'\)"),
         ("2024-05-01T08:00:00Z+08:00", r"puts an offset after 'Z' \('Z\+08:00'\)"),
-        # a 12-hour clock in English: was "cannot parse", or "names its zone 'PM'"
-        ("2024-05-01 04:52 PM", r"is on a 12-hour clock \('PM'\)"),
-        ("2024-05-01 4:52 p.m.", r"is on a 12-hour clock \('p\.m\.'\)"),
+        # a 12-hour clock after a date not year first: was "cannot parse", or "names its zone 'PM'"
+        ("5/1/2024 04:52 PM", r"is on a 12-hour clock \('PM'\)"),
+        ("5/1/2024 4:52 p.m.", r"is on a 12-hour clock \('p\.m\.'\)"),
     ],
 )
 def test_a_time_that_would_be_guessed_or_cannot_be_held_is_refused_by_row(tmp_path, written, reason):
@@ -2227,6 +2227,44 @@ def test_a_japanese_or_korean_12_hour_clock_read_no_one_way_is_refused(tmp_path,
     """午前12時 is noon by the rule Japan's clock was set by in 1872 and midnight on most clocks, and 午後12時
     likewise; an hour past 12 after 오후 is a 24-hour time with a mark, or a typo: each is refused by file,
     row and field, naming the mark and the hours it holds."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+    with pytest.raises(InputError) as error:
+        load_corpus(path, timezone="Asia/Taipei")
+    message = str(error.value)
+    assert "c.csv: row 1, field 'published_at'" in message and said in message, message
+    assert "24-hour clock" in message, message
+
+
+@pytest.mark.parametrize(
+    ("written", "utc"),
+    [
+        ("2024-05-01 3:20 p.m.", "2024-05-01T07:20:00Z"),  # Canada's English: year first, p.m.
+        ("2024-05-01 03:20:00 PM", "2024-05-01T07:20:00Z"),
+        ("2024/5/1 12:10:00 AM", "2024-04-30T16:10:00Z"),
+        ("2024-05-01 12:30 pm", "2024-05-01T04:30:00Z"),
+        ("2024/5/1 PM 03:20:00", "2024-05-01T07:20:00Z"),  # Windows in Taiwan with English marks
+        ("2024年5月1日 3:20 PM", "2024-05-01T07:20:00Z"),
+        ("2024-05-01 3:20 PM +09:00", "2024-05-01T06:20:00Z"),
+    ],
+)
+def test_am_or_pm_after_a_year_first_date_is_read(tmp_path, written, utc):
+    """A year-first time on the 12-hour clock with AM or PM (``2024-05-01 3:20 p.m.``, as Canada's English
+    writes it; ``2024/5/1 PM 03:20:00``, Windows in Taiwan with English marks) was refused as on a 12-hour
+    clock, though it reads one way. It is read on the 24-hour clock (12:10 AM is 00:10, 12:30 PM 12:30); a
+    time whose date is not year first (``5/1/2024 3:20 PM``) is still refused, its date two ways."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+    assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [pd.Timestamp(utc)]
+
+
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [("2024-05-01 15:20 PM", "'PM' after the hour 15"), ("2024-05-01 0:20 AM", "'AM' after the hour 0")],
+)
+def test_am_or_pm_with_an_hour_it_does_not_hold_is_refused(tmp_path, written, said):
+    """15:20 PM is a 24-hour time with a mark, or a typo, and 0:20 AM no time of a 12-hour clock (which runs
+    1 to 12): refused by file, row and field, naming the mark and the hours it holds."""
     path = tmp_path / "c.csv"
     path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
     with pytest.raises(InputError) as error:
