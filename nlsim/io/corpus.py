@@ -314,16 +314,21 @@ def _cjk_as_ascii(text: str, cjk: re.Match[str] | None) -> str:
     return "-".join(cjk.groups()) + (" " + _cjk_clock(text[cjk.end() :])).rstrip()
 
 
+EN_DAY_END = (
+    r"(?:(?<=mon)day|(?<=tue)s(?:day)?|(?<=wed)nesday|(?<=thu)rs?(?:day)?|(?<=fri)day|(?<=sat)urday"
+    r"|(?<=sun)day)?\.?"
+)
+"""What follows the first three letters of a day of the week in English (``Wed``, ``Wednesday``, ``Wed.``)."""
 CJK_WEEKDAY = re.compile(
     r"\s*(?:[(（]\s*(?:(?:星期|禮拜|礼拜|週|周)?(?P<in_brackets>[一二三四五六日天])|(?P<ja_day>[月火水木金土日])(?:曜日?)?"
-    r"|(?i:(?P<en_day>mon|tue|wed|thu|fri|sat|sun)(?:(?<=mon)day|(?<=tue)s(?:day)?|(?<=wed)nesday"
-    r"|(?<=thu)rs?(?:day)?|(?<=fri)day|(?<=sat)urday|(?<=sun)day)?\.?))"
-    r"\s*[)）]|(?:星期|禮拜|礼拜|週|周)(?P<zh_day>[一二三四五六日天]))\s*"
+    rf"|(?i:(?P<en_day>mon|tue|wed|thu|fri|sat|sun){EN_DAY_END}))"
+    r"\s*[)）]|(?:星期|禮拜|礼拜|週|周)(?P<zh_day>[一二三四五六日天])"
+    rf"|(?i:(?P<en_bare>mon|tue|wed|thu|fri|sat|sun){EN_DAY_END})(?![A-Za-z]))\s*"
 )
 """The day of the week Japanese and Chinese CMS exports write after a date written 2024年5月1日:
 ``(水)``, ``（水曜日）``, ``（星期三）``, ``(三)``, ``星期三``, ``周三``, ``週三``, ``禮拜三`` (a day written
-in one character in brackets only: a bare ``水`` or ``三`` is no day), and in English in brackets
-(``(Wed)``, ``(Wednesday)``)."""
+in one character in brackets only: a bare ``水`` or ``三`` is no day), and in English, in brackets or not
+(``(Wed)``, ``(Wednesday)``, ``Wed``)."""
 CJK_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 """The days of :data:`CJK_WEEKDAY` in Chinese, Monday (0) to Sunday (6), as :meth:`datetime.date.weekday`."""
 JA_WEEKDAYS = {"月": 0, "火": 1, "水": 2, "木": 3, "金": 4, "土": 5, "日": 6}
@@ -346,8 +351,8 @@ def _cjk_weekday(text: str, cjk: re.Match[str], shown: str | None = None) -> tup
     week = CJK_WEEKDAY.match(rest)
     if week is None:
         return rest, None
-    if week["en_day"]:
-        said = [day[:3] for day in WEEKDAYS].index(week["en_day"].lower())
+    if week["en_day"] or week["en_bare"]:
+        said = [day[:3] for day in WEEKDAYS].index((week["en_day"] or week["en_bare"]).lower())
     elif week["ja_day"]:
         said = JA_WEEKDAYS[week["ja_day"]]
     else:
@@ -364,9 +369,12 @@ def _cjk_weekday(text: str, cjk: re.Match[str], shown: str | None = None) -> tup
     )
 
 
-BRACKETED_WEEKDAY_DATE = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?=\s*[(（])")
+WEEKDAY_DATE = re.compile(
+    r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?=\s*[(（]|\s+(?i:mon|tue|wed|thu|fri|sat|sun))"
+)
 """A date written year first in digits and followed by a bracket (``2024/05/01(水)``, as Japanese sites
-write it): the day of the week may follow it (:data:`CJK_WEEKDAY`)."""
+write it) or a day of the week in English (``2024-05-01 Wed``): the day of the week may follow it
+(:data:`CJK_WEEKDAY`)."""
 
 
 YEAR_FIRST_DATE = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})")
@@ -407,7 +415,7 @@ def _without_weekday(text: str) -> tuple[str, str | None]:
     """
     written = text
     text, dated = _weekday_after_date(text)
-    dated = dated or CJK_DATE.match(text) or BRACKETED_WEEKDAY_DATE.match(text)
+    dated = dated or CJK_DATE.match(text) or WEEKDAY_DATE.match(text)
     if dated is None:
         return text, None
     rest, reason = _cjk_weekday(text, dated, written)

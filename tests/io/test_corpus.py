@@ -2272,3 +2272,32 @@ def test_am_or_pm_with_an_hour_it_does_not_hold_is_refused(tmp_path, written, sa
     message = str(error.value)
     assert "c.csv: row 1, field 'published_at'" in message and said in message, message
     assert "24-hour clock" in message, message
+
+
+@pytest.mark.parametrize(
+    ("written", "utc"),
+    [
+        ("2024-05-01 Wed", "2024-04-30T16:00:00Z"),
+        ("2024-05-01 Wed 08:00", "2024-05-01T00:00:00Z"),
+        ("2024/05/01 Wednesday 08:00", "2024-05-01T00:00:00Z"),
+        ("2024-05-01 08:00 Wed.", "2024-05-01T00:00:00Z"),
+        ("2024年5月1日 Wed 08:00", "2024-05-01T00:00:00Z"),
+    ],
+)
+def test_a_day_of_the_week_in_english_without_brackets_is_read(tmp_path, written, utc):
+    """A day of the week in English without brackets after a year-first date or time (``2024-05-01 Wed
+    08:00``) was refused as naming its zone 'Wed' (an abbreviation of no zone), where ``(Wed)`` is read. It
+    is read as in brackets, checked against the date."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+    assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [pd.Timestamp(utc)]
+
+
+@pytest.mark.parametrize("written", ["2024-05-01 Thu 08:00", "2024-05-01 08:00 Thursday"])
+def test_another_day_of_the_week_in_english_without_brackets_is_refused(tmp_path, written):
+    """The 1st of May 2024 is a Wednesday: ``Thu`` after it was refused as naming its zone 'Thu'; it is
+    refused naming the day the date falls on."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"c\.csv: row 1, field 'published_at': .*a Wednesday"):
+        load_corpus(path, timezone="Asia/Taipei")
