@@ -491,7 +491,7 @@ def _cjk_twelve_hour(text: str) -> tuple[str, str | None]:
 
 AM_PM = re.compile(
     r"(?P<date>\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{4}\s*年\s*\d{1,2}\s*月\s*\d{1,2}\s*[日号號])"
-    r"(?:\s+(?P<before>[AaPp]\.?[Mm]\.?)\s*|\s*T\s*|,?\s+|\s*)"  # PM 03:20, as Windows in Taiwan writes it
+    r"(?:\s+(?P<before>[AaPp]\.?[Mm]\.?)\s*|\s*T\s*|,?\s+|(?<=[日号號]))"  # PM 03:20: Windows in Taiwan
     r"(?P<hour>\d{1,2})(?P<clock>:\d{2}(?::\d{2}(?:[.,]\d+)?)?)"
     r"(?(before)|\s*(?P<after>[AaPp]\.?[Mm]\.?)(?![A-Za-z]))"  # or 3:20 p.m., as Canada's English writes it
 )
