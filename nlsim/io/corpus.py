@@ -938,6 +938,24 @@ def _rfc_uncommented(text: str) -> str:
     return text[: comment.start()]
 
 
+def _without_zone_comment(text: str) -> str:
+    """``text`` without the comment after its offset (:func:`_rfc_uncommented`: ``+0800 (CST)``, year first
+    as in RFC 2822) and without a zone's name after it (:data:`NAME_AFTER_OFFSET`: ``+0800 CST``, as Go
+    writes a time): the offset decides. A day of the week after a year-first time's offset (``+0800
+    Wed``) is kept, and checked (:func:`_without_weekday`).
+
+    >>> _without_zone_comment("2026-12-06 21:09:58 +0800 CST")
+    '2026-12-06 21:09:58 +0800'
+    >>> _without_zone_comment("2024-05-01 08:00 +0800 Wed")
+    '2024-05-01 08:00 +0800 Wed'
+    """
+    text = _rfc_uncommented(text)
+    name = NAME_AFTER_OFFSET.search(text)
+    if name is None or (YEAR_FIRST.match(text) and LAST_WEEKDAY.fullmatch(text[name.end(1) :])):
+        return text
+    return text[: name.end(1)]
+
+
 def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     """A time written year first (ISO 8601 and its relatives: ``2024-05-01 08:00:00 UTC``, ``2024/5/1 8:00``,
     ``20240501T080000Z``, ``20240501``, ``2024年5月1日 08:00``) or in RFC 2822 (``Wed, 01 May 2024 08:00:00
@@ -954,8 +972,7 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     text, week = _week_date(text)
     if week is not None:
         return None, week
-    text = _rfc_uncommented(text)  # "+0800 (CST)": the offset decides, year first as in RFC 2822
-    text = NAME_AFTER_OFFSET.sub(r"\1", text)  # "+0800 CST", as Go writes it: the offset decides too
+    text = _without_zone_comment(text)  # "+0800 (CST)", "+0800 CST": the offset decides
     text, marks = _without_marks(text)
     if marks is not None:
         return None, marks

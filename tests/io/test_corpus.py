@@ -2297,10 +2297,13 @@ def test_a_day_of_the_week_in_english_without_brackets_is_read(tmp_path, written
     assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [pd.Timestamp(utc)]
 
 
-@pytest.mark.parametrize("written", ["2024-05-01 Thu 08:00", "2024-05-01 08:00 Thursday"])
+@pytest.mark.parametrize(
+    "written", ["2024-05-01 Thu 08:00", "2024-05-01 08:00 Thursday", "2024-05-01 08:00 +0800 Thu"]
+)
 def test_another_day_of_the_week_in_english_without_brackets_is_refused(tmp_path, written):
-    """The 1st of May 2024 is a Wednesday: ``Thu`` after it was refused as naming its zone 'Thu'; it is
-    refused naming the day the date falls on."""
+    """The 1st of May 2024 is a Wednesday: ``Thu`` after it was refused as naming its zone 'Thu', or, after
+    an offset, dropped unread as a zone's name after an offset is (``+0800 CST``, as Go writes a time), the
+    time read with exit 0; it is refused naming the day the date falls on."""
     path = tmp_path / "c.csv"
     path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
     with pytest.raises(InputError, match=r"c\.csv: row 1, field 'published_at': .*a Wednesday"):
