@@ -842,10 +842,20 @@ def _end_of_day_reason(text: str, ymd: str) -> str | None:
     if end is None:
         return None
     try:
-        day = dt.date(int(end["year"]), int(end["month"]), int(end["day"])) + dt.timedelta(days=1)
+        return _end_of_day(text, dt.date(int(end["year"]), int(end["month"]), int(end["day"])))
     except (ValueError, OverflowError):
         return None
-    midnight = f"{day.isoformat()}T00:00:00"
+
+
+def _end_of_day(text: str, date: dt.date) -> str:
+    """Why ``text``, a time at 24:00 of ``date`` (ISO 8601's, or RFC 2822's ``Wed, 01 May 2024 24:00:00
+    +0800``), is refused, naming the next day's 00:00 to write; a date that is none raises ``ValueError``,
+    the last day of 9999 ``OverflowError``.
+
+    >>> _end_of_day("Wed, 01 May 2024 24:00:00 +0800", dt.date(2024, 5, 1)).split(": ")[-1][:54]
+    'write it as 00:00 of the next day, 2024-05-02T00:00:00'
+    """
+    midnight = f"{(date + dt.timedelta(days=1)).isoformat()}T00:00:00"
     return (
         f"time {text!r:.40} is at 24:00, the end of its day, which is read as no time of day (hours run 0 to "
         f"23): write it as 00:00 of the next day, {midnight} with its offset (+08:00 for UTC+08:00)"
@@ -1017,6 +1027,8 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     if parts is None:
         return None, _neither_reason(text)
     parts = (_rfc_year(rfc, parts[0]), *parts[1:])
+    if parts[3:6] == (24, 0, 0):  # the end of its day, as ISO 8601 allows it: said as for ISO 8601
+        return None, _end_of_day(text, dt.date(*parts[:3]))
     dt.datetime(*parts[:6])  # a field out of range (31 Feb, 25:00) raises, as in ISO 8601, never rolls over
     weekday = _weekday_reason(text, dt.date(*parts[:3]))
     if weekday is not None:
