@@ -85,8 +85,8 @@ def register(subparsers: Any) -> None:
         )
         + "\n\n"
         + textwrap.fill(
-            "The corpus (--corpus: .parquet, .csv, .tsv or .jsonl; a text one may be compressed: .csv.gz, "
-            ".jsonl.bz2, .tsv.xz), one row per item: "
+            "The corpus (--corpus: .parquet, .csv, .tsv or .jsonl, or a .json file of one array of objects; "
+            "a text one may be compressed: .csv.gz, .jsonl.bz2, .tsv.xz), one row per item: "
             + SCHEMA_HELP
             + ". A column that looks like a field the file lacks (pub_date, headline, ...) is named in a "
             "warning. Details: data/README.md and the README.",

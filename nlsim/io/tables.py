@@ -9,9 +9,12 @@ Rules, so that no row is ever silently merged, split or shifted:
   that a spreadsheet once formatted); rows are counted without them.
 * **TSV** has no quoting at all: one row a line, fields separated by tabs, a ``"`` is an ordinary
   character. A row with another number of fields than the header is an error.
-* **JSONL** (``.jsonl``, ``.ndjson``, ``.json``): one JSON object a line; a file of one JSON array is named
-  as such, and an object that names a field twice is an error naming its row and the field. A byte-order
-  mark opening a line (files joined with ``cat``, each written with one) is not part of it.
+* **JSONL** (``.jsonl``, ``.ndjson``, ``.json``): one JSON object a line, or a file of one JSON array of
+  objects (``[{"id": ...}, ...]``, a CMS's export, ``df.to_json(orient="records")``), whose elements are
+  the rows, counted from 1, each checked as a line is; an object that names a field twice is an error
+  naming its row and the field. A file of one object holding the rows under a key (``{"items": [...]}``),
+  or of one object over several lines, is refused as such. A byte-order mark opening a line (files joined
+  with ``cat``, each written with one) is not part of it.
 * Only ``\\n`` (or ``\\r\\n``) ends a TSV or JSONL line: a U+2028, U+2029 or U+0085 inside a field (which
   ``json.dumps(..., ensure_ascii=False)`` writes raw) is an ordinary character, and so is a ``\\r`` alone,
   in a CSV field too, quoted or not (:func:`csv_records`); a file without any ``\\n`` ends its lines at
@@ -767,16 +770,29 @@ def sheet_rows(path: str | Path) -> list[int]:
     return [row for row, skipped in enumerate(blank[1:], start=2) if not skipped]
 
 
+_JSON_SPACE = " \t\n\r"
+"""The white space JSON allows between its values."""
+
+
 def _read_jsonl(path: Path, text: str, broken: list[BrokenRow] | None = None) -> pd.DataFrame:
-    if text.lstrip().startswith("["):  # a .json file of one array: its first line alone is no JSON
-        raise InputError(
-            path,
-            None,
-            None,
-            f"a JSON array, not JSON Lines (one JSON object a line, how a {table_suffix(path)} file is "
-            "read): write it so (jq -c '.[]' FILE > FILE.jsonl)",
-        )
-    records = []
+    """A JSON Lines file's rows, or those of a file of one JSON array of objects (:func:`_json_array`), as
+    a frame (integers kept as integers); an :class:`InputError` naming the row and field of a bad one."""
+    if text.lstrip(_JSON_SPACE).startswith("["):  # a .json file of one array (a CMS's export, to_json)
+        records = _json_array(path, text, broken)
+    else:
+        records = _json_lines(path, text, broken)
+    frame = pd.DataFrame.from_records(records)
+    for col in frame.columns:  # integers stay integers (with empty cells, or beside fractions), as written
+        if frame[col].dtype.kind == "f":
+            values = [r.get(col) for r in records]
+            if any(isinstance(v, int) and not isinstance(v, bool) for v in values):
+                frame[col] = pd.Series(values, dtype=object, index=frame.index)
+    return frame
+
+
+def _json_lines(path: Path, text: str, broken: list[BrokenRow] | None) -> list[dict]:
+    """The records of a JSON Lines file, one object a non-blank line (see the module docstring)."""
+    records: list[dict] = []
     for lineno, line in enumerate(_split_lines(text), start=1):
         if not line.strip():
             continue
@@ -785,14 +801,10 @@ def _read_jsonl(path: Path, text: str, broken: list[BrokenRow] | None = None) ->
             # a byte-order mark opening a line: the first line of a file joined on (cat a.jsonl b.jsonl)
             obj = json.loads(line.removeprefix("\ufeff"), object_pairs_hook=_json_object)
         except _NamedTwice as exc:
-            raise InputError(
-                path,
-                row,
-                str(exc),
-                f"the JSON object names this field twice (line {lineno}): one value would be dropped "
-                "without a word; keep one",
-            ) from None
+            raise _named_twice(path, row, str(exc), lineno) from None
         except json.JSONDecodeError as exc:
+            if row == 1:
+                _refuse_json_document(path, text)
             err = InputError(path, row, None, f"invalid JSON (line {lineno}; truncated line?): {exc}")
             _refuse_or_keep(err, line, broken)
             continue
@@ -802,13 +814,140 @@ def _read_jsonl(path: Path, text: str, broken: list[BrokenRow] | None = None) ->
             continue
         _check_surrogates(path, row, obj, lineno)
         records.append(obj)
-    frame = pd.DataFrame.from_records(records)
-    for col in frame.columns:  # integers stay integers (with empty cells, or beside fractions), as written
-        if frame[col].dtype.kind == "f":
-            values = [r.get(col) for r in records]
-            if any(isinstance(v, int) and not isinstance(v, bool) for v in values):
-                frame[col] = pd.Series(values, dtype=object, index=frame.index)
-    return frame
+    if len(records) == 1 and not broken:
+        _refuse_wrapped_rows(path, records[0])
+    return records
+
+
+def _named_twice(path: Path, row: int, name: str, lineno: int) -> InputError:
+    """The error of a JSON object (row ``row``, from line ``lineno``) that names the field ``name`` twice."""
+    return InputError(
+        path,
+        row,
+        name,
+        f"the JSON object names this field twice (line {lineno}): one value would be dropped without a "
+        "word; keep one",
+    )
+
+
+def _rows_key(obj: dict) -> str | None:
+    """The key under which a JSON object holds rows (a list of objects: ``{"items": [{...}, ...]}``, as an
+    API's answer wraps them) when every value of it is a list or an object; else ``None`` (a row whose
+    field holds a list of objects is a row).
+
+    >>> _rows_key({"items": [{"id": 1}], "meta": {"page": 1}}), _rows_key({"id": 1, "tags": [{"a": 1}]})
+    ('items', None)
+    """
+    if not obj or not all(isinstance(v, (list, dict)) for v in obj.values()):
+        return None
+    return next((k for k, v in obj.items() if isinstance(v, list) and v and isinstance(v[0], dict)), None)
+
+
+def _refuse_wrapped_rows(path: Path, obj: dict) -> None:
+    """An :class:`InputError` when ``obj``, a file's one JSON object, holds the rows under a key
+    (:func:`_rows_key`) instead of being one: read as a row, its columns would be that key alone."""
+    key = _rows_key(obj)
+    if key is not None:
+        raise InputError(
+            path,
+            None,
+            None,
+            f"one JSON object holding the rows under {key!r}, not rows: write the rows alone, one object a "
+            f"line (jq -c '.[{json.dumps(key)}][]' FILE > FILE.jsonl) or as a JSON array of objects",
+        )
+
+
+def _refuse_json_document(path: Path, text: str) -> None:
+    """An :class:`InputError` when ``text``, whose first line is not a JSON value, is one JSON object over
+    several lines (pretty-printed): no row of it is a line, and it is not an array of rows."""
+    try:
+        whole = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return
+    if not isinstance(whole, dict):
+        return
+    _refuse_wrapped_rows(path, whole)
+    raise InputError(
+        path,
+        None,
+        None,
+        "one JSON object written over several lines, not rows: write one object a line (JSON Lines: jq -c . "
+        "FILE > FILE.jsonl) or a JSON array of objects",
+    )
+
+
+def _skip_space(text: str, pos: int) -> int:
+    """The first position at or after ``pos`` that is not JSON white space."""
+    while pos < len(text) and text[pos] in _JSON_SPACE:
+        pos += 1
+    return pos
+
+
+def _json_array(path: Path, text: str, broken: list[BrokenRow] | None) -> list[dict]:
+    """The records of a file of one JSON array of objects (``[{"id": ...}, ...]``, what a CMS's export and
+    ``df.to_json(orient="records")`` write), checked as JSON Lines records are: its elements are the rows
+    (counted from 1), each named by the line it starts on; an element that is not an object is a bad row;
+    text that is not JSON is an error naming the row it is in (where that row ends cannot be told).
+
+    Example:
+        >>> _json_array(Path("n.json"), '[{"id": "a"},\\n {"id": "b"}]', None)
+        [{'id': 'a'}, {'id': 'b'}]
+        >>> _json_array(Path("n.json"), '[{"id": "a"},\\n ["b"]]', None)
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.InputError: n.json: row 2: each element of the JSON array must be an object (line 2)
+    """
+    decoder = json.JSONDecoder(object_pairs_hook=_json_object)
+    records: list[dict] = []
+    pos = _skip_space(text, text.index("[") + 1)
+    closed = text.startswith("]", pos)
+    while not closed:
+        row = len(records) + len(broken or ()) + 1
+        lineno = _line_of(text, pos)
+        try:
+            obj, end = decoder.raw_decode(text, pos)
+        except _NamedTwice as exc:
+            raise _named_twice(path, row, str(exc), lineno) from None
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                path, row, None, f"invalid JSON in the array (line {exc.lineno}; cut short?): {exc}"
+            ) from None
+        except RecursionError:
+            raise InputError(path, row, None, f"JSON nested too deeply to read (line {lineno})") from None
+        if isinstance(obj, dict):
+            _check_surrogates(path, row, obj, lineno)
+            records.append(obj)
+        else:
+            err = InputError(
+                path, row, None, f"each element of the JSON array must be an object (line {lineno})"
+            )
+            _refuse_or_keep(err, text[pos:end], broken)
+        pos = _skip_space(text, end)
+        closed = text.startswith("]", pos)
+        if not closed and not text.startswith(",", pos):
+            raise InputError(
+                path,
+                row,
+                None,
+                f"invalid JSON in the array (line {_line_of(text, pos)}; cut short?): ',' or ']' expected "
+                "after the element",
+            )
+        pos = _skip_space(text, pos + 1) if not closed else pos
+    pos = _skip_space(text, pos + 1)
+    if pos < len(text):
+        raise InputError(
+            path,
+            None,
+            None,
+            f"text after the JSON array (line {_line_of(text, pos)}): a file of one array of objects is "
+            "read, or one object a line",
+        )
+    return records
+
+
+def _line_of(text: str, pos: int) -> int:
+    """The line (from 1) holding ``text[pos]``."""
+    return text.count("\n", 0, pos) + 1
 
 
 def _duplicate_parquet_column(path: Path, names: list[str]) -> None:

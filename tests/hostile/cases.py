@@ -287,7 +287,12 @@ def bad_corpora() -> list[Case]:
             jsonl([{"id": "n1", "title": "x", "published_at": "2099-01-01"}]),
             ("n1",),
         ),
-        ("json-pretty-printed", "news.json", json.dumps(GOOD_RECORDS, indent=2), ("a JSON array",)),
+        (
+            "json-rows-wrapped-in-an-object",
+            "news.json",
+            json.dumps({"items": GOOD_RECORDS}, indent=2),
+            ("holding the rows under 'items'",),
+        ),
         ("parquet-garbage", "news.parquet", "id,title\nn1,not parquet\n", ("Parquet",)),
         ("parquet-no-title", "news.parquet", parquet_bytes({"id": ["n1"], "source": ["AP"]}), ("'title'",)),
         (
@@ -458,6 +463,7 @@ def ok_corpora() -> list[Case]:
         ("parquet", "news.parquet", parquet_bytes({"id": GOOD_IDS, "title": TITLES[:5]}), GOOD_IDS),
         ("csv-gzip", "news.csv.gz", gzip.compress(GOOD_CSV.encode()), GOOD_IDS),
         ("jsonl-bzip2", "news.jsonl.bz2", bz2.compress(jsonl(GOOD_RECORDS).encode()), GOOD_IDS),
+        ("json-array-pretty-printed", "news.json", json.dumps(GOOD_RECORDS, indent=2), GOOD_IDS),
         ("tsv-xz", "news.tsv.xz", lzma.compress(b"id\ttitle\nx1\tA story\nx2\tB story\n"), ["x1", "x2"]),
     ]
     out = [

@@ -2308,3 +2308,18 @@ def test_another_day_of_the_week_in_english_without_brackets_is_refused(tmp_path
     path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
     with pytest.raises(InputError, match=r"c\.csv: row 1, field 'published_at': .*a Wednesday"):
         load_corpus(path, timezone="Asia/Taipei")
+
+
+def test_a_json_array_corpus_is_checked_row_by_row_as_jsonl_is(tmp_path):
+    """A ``.json`` corpus of one array of objects: its elements are the rows (counted from 1), each checked
+    as a JSON Lines row is, integer ids kept as integers, and a bad element goes to the quarantine."""
+    rows = [{"id": 7, "title": "Floods"}, {"id": 8, "title": "Storm"}]
+    (tmp_path / "ok.json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    assert load_corpus(tmp_path / "ok.json").frame["id"].tolist() == ["7", "8"]
+    bad = [*rows, {"id": 9.5, "title": "Heat"}]
+    (tmp_path / "bad.json").write_text(json.dumps(bad, indent=2), encoding="utf-8")
+    with pytest.raises(InputError, match=r"bad\.json: row 3, field 'id': id must be text or an integer"):
+        load_corpus(tmp_path / "bad.json")
+    (tmp_path / "odd.json").write_text('[{"id": "a", "title": "Floods"}, "b", {"id": "c", "title": "Storm"}]')
+    corpus = load_corpus(tmp_path / "odd.json", quarantine=tmp_path / "q.csv")
+    assert corpus.frame["id"].tolist() == ["a", "c"] and len(corpus.quarantined) == 1

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from nlsim.errors import InputError
-from nlsim.io.tables import read_table
+from nlsim.io.tables import BrokenRow, read_table
 
 SEPARATORS = ["\u2028", "\u2029", "\x85", "\x0c"]
 
@@ -161,18 +161,94 @@ def test_parquet_text_that_is_not_utf8_is_refused_by_row_and_column(tmp_path: Pa
         load_corpus(tmp_path / "c.parquet", text_fields=("title",))
 
 
-ARRAYS = ['[\n  {"id": "a", "title": "Storm"}\n]\n', '[{"id": "a", "title": "Storm"}]']
+ARRAYS = ['[\n  {"id": "a", "title": "Storm", "n": 1},\n  {"id": "b", "title": "Floods", "n": null}\n]\n']
+ARRAYS += ['[{"id": "a", "title": "Storm", "n": 1}, {"id": "b", "title": "Floods", "n": null}]', "\n[\n]\n"]
 
 
-@pytest.mark.parametrize("text", ARRAYS, ids=["pretty-printed", "one-line"])
-def test_a_json_array_is_named_as_such_not_as_a_truncated_line(tmp_path: Path, text: str) -> None:
-    """A CMS's .json export is one array, pretty-printed or on one line: said so, with how to write it as
-    JSON Lines, not blamed on its first line."""
+@pytest.mark.parametrize("text", ARRAYS, ids=["pretty-printed", "one-line", "empty"])
+def test_a_json_array_of_objects_is_read_as_its_rows(tmp_path: Path, text: str) -> None:
+    """A CMS's .json export (and ``df.to_json(orient="records")``) is one array of objects, pretty-printed
+    or on one line: its elements are the rows, read as the same rows written as JSON Lines are."""
     (tmp_path / "c.json").write_text("\ufeff" + text, encoding="utf-8")
-    expected = r"c\.json: a JSON array, not JSON Lines \(.*\(jq -c '\.\[\]'"
-    with pytest.raises(InputError, match=expected) as info:
+    rows = json.loads(text)
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    frame = read_table(tmp_path / "c.json")
+    pd.testing.assert_frame_equal(frame, read_table(tmp_path / "c.jsonl"))
+    if rows:
+        assert frame["id"].tolist() == ["a", "b"] and frame["n"].tolist() == [1, None]
+
+
+def test_pandas_records_json_is_read_back_as_written(tmp_path: Path) -> None:
+    """``to_json(orient="records")``: the ids, titles and integers as the frame held them."""
+    written = pd.DataFrame({"id": [101, 102], "title": ["颱風凱米登陸", 'He said "no"'], "views": [3, 4]})
+    written.to_json(tmp_path / "c.json", orient="records", force_ascii=False)
+    frame = read_table(tmp_path / "c.json")
+    assert frame.to_dict("records") == written.to_dict("records")
+
+
+ARRAY_FAULTS = [
+    (
+        '[{"id": "a"},\n {"id": "b", "title": "x", "title": "y"}]',
+        2,
+        "title",
+        "names this field twice (line 2)",
+    ),
+    (
+        '[{"id": "a"},\n\n ["b", "Storm"]]',
+        2,
+        None,
+        "each element of the JSON array must be an object (line 3)",
+    ),
+    ('[{"id": "a"},\n {"id": "b", "tit', 2, None, "invalid JSON in the array (line 2; cut short?)"),
+    ('[{"id": "a"}\n {"id": "b"}]', 1, None, "',' or ']' expected after the element"),
+    ('[{"id": "a"},\n {"id": "b"}', 2, None, "cut short"),
+    ('[{"id": "a"},\n {"id": "\\ud83c"}]', 2, "id", "holds U+D83C (line 2)"),
+    ('[{"id": "a"}]\n[{"id": "b"}]\n', None, None, "text after the JSON array (line 2)"),
+]
+
+
+@pytest.mark.parametrize(("text", "row", "field", "reason"), ARRAY_FAULTS)
+def test_a_bad_element_of_a_json_array_is_named_by_its_row_and_line(
+    tmp_path: Path, text: str, row: int | None, field: str | None, reason: str
+) -> None:
+    """Each element is checked as a JSON Lines row is, counted from 1, with the line it starts on."""
+    (tmp_path / "c.json").write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match=re.escape(reason)) as info:
+        read_table(tmp_path / "c.json")
+    assert (info.value.row, info.value.field) == (row, field)
+
+
+def test_an_element_that_is_no_object_is_a_broken_row_the_others_read(tmp_path: Path) -> None:
+    """Where bad rows are kept aside (``--quarantine``), an element that is not an object is one, as a JSON
+    Lines line that is not an object is; the rows after it keep their numbers."""
+    (tmp_path / "c.json").write_text('[{"id": "a"}, 7, {"id": "c"}]', encoding="utf-8")
+    broken: list[BrokenRow] = []
+    assert read_table(tmp_path / "c.json", broken=broken)["id"].tolist() == ["a", "c"]
+    assert [(b.error.row, b.text) for b in broken] == [(2, "7")]
+
+
+WRAPPED = {"items": [{"id": "a", "title": "Storm"}], "meta": {"page": 1}}
+OTHER_JSON = [
+    (json.dumps(WRAPPED), "one JSON object holding the rows under 'items', not rows"),
+    (json.dumps(WRAPPED, indent=2), "one JSON object holding the rows under 'items', not rows"),
+    (json.dumps({"id": "a", "title": "Storm"}, indent=2), "one JSON object written over several lines"),
+]
+
+
+@pytest.mark.parametrize("text", OTHER_JSON, ids=["wrapped", "wrapped-pretty", "one-object-pretty"])
+def test_a_json_object_that_is_not_rows_is_refused_as_such(tmp_path: Path, text: tuple[str, str]) -> None:
+    """An API's answer wrapping the rows in an object, or one object pretty-printed, is said to be so (with
+    how to write the rows), not read as one row of a column ``items`` nor blamed on its first line."""
+    (tmp_path / "c.json").write_text(text[0], encoding="utf-8")
+    with pytest.raises(InputError, match=re.escape(text[1])) as info:
         read_table(tmp_path / "c.json")
     assert info.value.row is None
+
+
+def test_a_jsonl_row_holding_a_list_of_objects_is_a_row(tmp_path: Path) -> None:
+    """A row with a field of objects (its entities) is no wrapper of rows."""
+    (tmp_path / "c.jsonl").write_text('{"id": "a", "tags": [{"k": 1}]}\n', encoding="utf-8")
+    assert read_table(tmp_path / "c.jsonl")["id"].tolist() == ["a"]
 
 
 def test_a_jsonl_object_naming_a_field_twice_is_refused_by_row_and_field(tmp_path: Path) -> None:
