@@ -413,6 +413,9 @@ def judge_report(
     would count as not in the corpus).
     """
     folder = Path(report)
+    if not folder.is_dir():
+        what = "is a file, not a report folder" if folder.exists() else "does not exist"
+        raise ConfigError(f"--report {folder}: {what}")
     if not (folder / "pairs.parquet").is_file() or not (folder / "clusters.parquet").is_file():
         latest = folder / "latest"  # a daily run's --out: runs/RUN_ID/, latest/ the newest (report.files)
         hint = (

@@ -9,6 +9,7 @@ is valid JSON: never ``NaN``), not 0.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from dataclasses import fields
@@ -17,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from nlsim.errors import InputError
+from nlsim.errors import ConfigError, InputError
 from nlsim.evaluation.calibration import Calibration
 from nlsim.evaluation.judge import (
     Judgement,
@@ -698,3 +699,23 @@ def test_a_pair_file_whose_ids_lost_their_leading_zeros_is_refused_saying_so(tmp
             split="validation",
             corpus="news.csv",
         )
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [
+        ("missing", "does not exist"),
+        ("file", "is a file, not a report folder"),
+        ("empty", "not a report folder"),
+    ],
+)
+def test_a_report_that_does_not_exist_is_said_not_to_exist(tmp_path: Path, kind: str, said: str) -> None:
+    """A mistyped ``--report`` is named as missing (or as a file), not as a folder that is no report."""
+    report = tmp_path / "rep"
+    if kind == "file":
+        report.write_text("x", encoding="utf-8")
+    elif kind == "empty":
+        report.mkdir()
+    with pytest.raises(ConfigError, match=f"^--report {re.escape(str(report))}: {said}") as info:
+        judge_report(report, tmp_path / "pairs.tsv")
+    assert ("does not exist" in str(info.value)) == (kind == "missing")
