@@ -202,16 +202,22 @@ def _check_id(value: Any) -> tuple[str | None, str | None]:
     return text, None
 
 
-def _duplicate(ident: str, raw: Any, first: int) -> str:
-    """Why an id seen at row ``first`` is refused again: named as the row wrote it too when that differs (a
-    no-break space after it, which the id read without).
+def _duplicate(ident: str, raw: Any, first: tuple[int, Any]) -> str:
+    """Why an id seen first at the row and as written there ``first`` (row, raw id) is refused again: named
+    as each of the two rows wrote it when that differs (a no-break space after it, spaces around it, which
+    the id read without).
 
-    >>> _duplicate("n1", "n1\\u00a0", 4)
+    >>> _duplicate("n1", "n1\\u00a0", (4, "n1"))
     "duplicate id 'n1' (first seen at row 4; written 'n1\\\\xa0' here: white space around an id is dropped)"
+    >>> _duplicate("n1", "n1", (4, " n1 "))
+    "duplicate id 'n1' (first seen at row 4, written ' n1 ' there: white space around an id is dropped)"
     """
-    written = str(raw)
-    here = "" if written == ident else f"; written {written!r} here: white space around an id is dropped"
-    return f"duplicate id {ident!r} (first seen at row {first}{here})"
+    row, first_raw = first
+    there, here = str(first_raw), str(raw)
+    said = f", written {there!r} there" if there != ident else ""
+    said += f"; written {here!r} here" if here != ident else ""
+    dropped = ": white space around an id is dropped" if said else ""
+    return f"duplicate id {ident!r} (first seen at row {row}{said}{dropped})"
 
 
 def _check_float_ids(path: Path, raw: pd.DataFrame) -> None:
@@ -1336,16 +1342,16 @@ def _language_tag(col: str, text: str) -> bool:
 
 def _check_row(
     rec: dict[str, Any],
-    seen: dict[str, int],
+    seen: dict[str, tuple[int, Any]],
     zone: dt.tzinfo = dt.UTC,
     not_after: pd.Timestamp | None = None,
 ) -> tuple[dict[str, Any], tuple[str, str] | None]:
     """One row's checked values, and its first problem (field, reason) or ``None``; ``seen``: the ids of the
-    rows kept so far, with their row numbers; ``zone``: the clock a time without an offset is read on
-    (``values["naive_time"]``: this row's was); ``not_after``: a later time is a problem (the future). A
-    placeholder for no date (:func:`placeholder_time`) is no date (``values["placeholder_time"]``: as
-    written); a text holding control characters is kept as written (``values["controls"]``: field, first
-    character)."""
+    rows kept so far, with their row numbers and ids as written; ``zone``: the clock a time without an
+    offset is read on (``values["naive_time"]``: this row's was); ``not_after``: a later time is a problem
+    (the future). A placeholder for no date (:func:`placeholder_time`) is no date
+    (``values["placeholder_time"]``: as written); a text holding control characters is kept as written
+    (``values["controls"]``: field, first character)."""
     values: dict[str, Any] = {}
     problem: tuple[str, str] | None = None
     ident, reason = _check_id(rec.get("id"))
@@ -1515,7 +1521,7 @@ def _check_rows(
     extra = [c for c in raw.columns if c not in (*REQUIRED, *OPTIONAL_TEXT, "published_at")]
     columns: dict[str, list[Any]] = {c: [] for c in (*REQUIRED, *OPTIONAL_TEXT, "published_at", *extra)}
     skipped = {entry["row"] for entry in bad}
-    seen: dict[str, int] = {}
+    seen: dict[str, tuple[int, Any]] = {}
     naive = 0
     marked: dict[str, int] = {}
     placeholders: list[tuple[int, str]] = []
@@ -1529,7 +1535,7 @@ def _check_rows(
                 raise InputError(path, rownum, problem[0], problem[1])
             bad.append(_quarantine_entry(rownum, problem, rec))
             continue
-        seen[values["id"]] = rownum
+        seen[values["id"]] = (rownum, rec.get("id"))
         naive += int(values["naive_time"])
         if "placeholder_time" in values:
             placeholders.append((rownum, values["placeholder_time"]))
@@ -1857,14 +1863,14 @@ def load_items(path: str | Path, text_field: str | None = None) -> pd.DataFrame:
     if field is None or field not in frame.columns:
         raise InputError(path, None, text_field or "title", "missing text column")
     ids: list[str] = []
-    seen: dict[str, int] = {}
+    seen: dict[str, tuple[int, Any]] = {}
     for rownum, (raw_id, raw_text) in enumerate(zip(frame["id"], frame[field], strict=True), start=1):
         ident, reason = _check_id(raw_id)
         if ident is None:
             raise InputError(path, rownum, "id", reason or "missing id")
         if ident in seen:
             raise InputError(path, rownum, "id", _duplicate(ident, raw_id, seen[ident]))
-        seen[ident] = rownum
+        seen[ident] = (rownum, raw_id)
         _, reason = _check_text(raw_text, required=True)
         if reason:
             raise InputError(path, rownum, field, "missing text" if reason == "missing value" else reason)

@@ -2323,3 +2323,24 @@ def test_a_json_array_corpus_is_checked_row_by_row_as_jsonl_is(tmp_path):
     (tmp_path / "odd.json").write_text('[{"id": "a", "title": "Floods"}, "b", {"id": "c", "title": "Storm"}]')
     corpus = load_corpus(tmp_path / "odd.json", quarantine=tmp_path / "q.csv")
     assert corpus.frame["id"].tolist() == ["a", "c"] and len(corpus.quarantined) == 1
+
+
+@pytest.mark.parametrize("space", [" ", "\u00a0", "\u3000"])
+def test_an_id_first_written_with_white_space_around_it_is_named_as_written_there(tmp_path, space):
+    """The first row wrote `` 1 `` and a later one ``1``: the refusal of the later one named the id ``'1'``
+    at row 1, where the editor sees `` 1 ``. It now says how the first row wrote it, and that the spaces
+    were dropped (and how the row itself wrote it too, where that differs again)."""
+    from nlsim.io.corpus import load_items
+
+    path = write_csv(tmp_path / "c.csv", f'id,title\n"{space}1{space}",Floods\n2,Storm\n1,Fire\n')
+    shown = repr(f"{space}1{space}")
+    for load in (load_corpus, load_items):
+        with pytest.raises(InputError) as info:
+            load(path)
+        expected = f"row 3, field 'id': duplicate id '1' (first seen at row 1, written {shown} there: white "
+        assert expected + "space around an id is dropped)" in str(info.value)
+    write_csv(path, f'id,title\n"{space}1",Floods\n"1{space}",Fire\n')
+    with pytest.raises(InputError) as info:
+        load_corpus(path)
+    both = f"(first seen at row 1, written {repr(space + '1')} there; written {repr('1' + space)} here: white"
+    assert both in str(info.value)
