@@ -371,8 +371,8 @@ def spreadsheet_notice(changes: list[TextChange], shown: int = 20) -> str:
     if fields["characters"]:
         parts.append(
             f"{len(fields['characters']):,} item(s) hold characters a spreadsheet file cannot store (control "
-            "characters such as Word's manual line break), so a line or page break became a space and the "
-            f"others were removed {items('characters')}."
+            "characters such as Word's manual line break or a terminal's colour codes), so a line or page "
+            f"break became a space and the others were removed {items('characters')}."
         )
     if fields["cut"]:
         parts.append(

@@ -3,11 +3,14 @@
 Titles, sources, links and ids come from the corpus, so they can hold what a spreadsheet does not take as
 plain text:
 
-- **Characters XML 1.0 forbids** (the C0 controls other than tab, line feed and carriage return; U+FFFE,
-  U+FFFF, unpaired surrogates): an ``.xlsx`` file cannot hold them (openpyxl refuses them, Excel would not
-  open the file). In ``report.xlsx`` a vertical tab or form feed (Word's manual line and page breaks)
-  becomes a space and the others are removed (:func:`xlsx_text`). The CSV and Parquet files keep the text
-  as it is.
+- **Control characters** (the C0 controls other than tab, line feed and carriage return, DEL, the C1
+  controls): an ``.xlsx`` file cannot hold the C0 ones (XML 1.0 forbids them: openpyxl refuses them,
+  Excel would not open the file), and in a CSV file a spreadsheet shows them as boxes or ends the cell at
+  a NUL, and a terminal showing the file obeys them (a colour, a cursor move). In every spreadsheet file a
+  vertical tab, form feed or U+0085 (line and page breaks) becomes a space, a terminal's escape sequence
+  (``\\x1b[31m``) is removed whole, and the other control characters are removed (:func:`sheet_text`);
+  ``report.xlsx`` also drops U+FFFE, U+FFFF and unpaired surrogates, which XML 1.0 forbids
+  (:func:`xlsx_text`). The Parquet files keep the text as it is.
 - **Escapes**: Excel reads ``_x0041_`` in a cell's stored text as the character it names; such text is
   stored with its underscore escaped, as Excel stores it, and shows as written (:func:`stored_text`).
 - **Formulas**: text starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return is read as a
@@ -58,8 +61,13 @@ FORMULA_START = editor_file.ESCAPED_START
 it."""
 TEXT_FIELDS = ("id", "title", "source", "url")
 """The item fields a report copies into its spreadsheet cells, as first declared (:func:`text_fields`)."""
-_BREAKS = re.compile("[\x0b\x0c]")
-_FORBIDDEN = re.compile("[\x00-\x08\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+_TERMINAL_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+"""A terminal's escape sequence (ECMA-48: ``\\x1b[31m``, a colour): its letters are no text either."""
+_BREAKS = re.compile("[\x0b\x0c\x85]")
+_CONTROLS = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f]")
+_SHEET_ODD = re.compile(f"{_BREAKS.pattern}|{_CONTROLS.pattern}")
+"""What :func:`sheet_text` changes (a terminal's escape sequence opens with one of :data:`_CONTROLS`)."""
+_FORBIDDEN = re.compile("[\ufffe\uffff\ud800-\udfff]")
 
 
 XLSX_CELL_CHARACTERS = columns.SHEET_CELL_CHARACTERS
@@ -124,15 +132,27 @@ def character_start(text: str, n: int) -> int:
     return start
 
 
+def sheet_text(text: str) -> str:
+    """``text`` as every spreadsheet file holds it: a vertical tab, form feed or U+0085 (a line or page
+    break) as a space, a terminal's escape sequence removed whole, and the other control characters but the
+    tab, the line feed and the carriage return (C0, DEL, C1) removed.
+
+    >>> sheet_text("\\x1b[31mStorm\\x1b[0m hits\\x00 the\\x0bcoast\\x7f"), sheet_text("a\\tb\\r\\nc")
+    ('Storm hits the coast', 'a\\tb\\r\\nc')
+    """
+    if _SHEET_ODD.search(text) is None:
+        return text
+    return _CONTROLS.sub("", _BREAKS.sub(" ", _TERMINAL_ESCAPE.sub("", text)))
+
+
 def xlsx_text(text: str) -> str:
-    """``text`` as an ``.xlsx`` cell can hold it: vertical tabs and form feeds as spaces, the other
-    characters XML 1.0 forbids removed, and cut to :data:`XLSX_CELL_CHARACTERS` (as a spreadsheet counts
-    them: :func:`cell_length`)."""
+    """``text`` as an ``.xlsx`` cell can hold it: :func:`sheet_text`, the other characters XML 1.0 forbids
+    removed, and cut to :data:`XLSX_CELL_CHARACTERS` (as a spreadsheet counts them: :func:`cell_length`)."""
     return _cut_cell(_xml_text(text))
 
 
 def _xml_text(text: str) -> str:
-    return _FORBIDDEN.sub("", _BREAKS.sub(" ", text))
+    return _FORBIDDEN.sub("", sheet_text(text))
 
 
 _OOXML_ESCAPE = re.compile(r"_(?=x[0-9A-Fa-f]{4}_)")
@@ -151,23 +171,24 @@ def stored_text(text: str) -> str:
 
 
 def csv_text(text: str) -> str:
-    """``text`` for a CSV cell: an apostrophe in front when a spreadsheet would read it as a formula, or when
-    it is such text after apostrophes of its own, the rule the editors' files are written by
-    (:func:`nlsim.io.editor_file.escape`).
+    """``text`` for a CSV cell: :func:`sheet_text`, then an apostrophe in front when a spreadsheet would read
+    it as a formula, or when it is such text after apostrophes of its own, the rule the editors' files are
+    written by (:func:`nlsim.io.editor_file.escape`).
 
-    >>> csv_text("=x"), csv_text("'=x"), csv_text("'quoted'")
-    ("'=x", "''=x", "'quoted'")
+    >>> csv_text("=x"), csv_text("'=x"), csv_text("'quoted'"), csv_text("\\x07=x")
+    ("'=x", "''=x", "'quoted'", "'=x")
     """
-    return editor_file.escape(text)
+    return editor_file.escape(sheet_text(text))
 
 
 @dataclass(frozen=True)
 class TextChange:
-    """An item field whose spreadsheet text differs from the corpus: ``characters`` (removed or replaced in
-    ``report.xlsx``), ``cut`` (longer than a cell holds: cut in ``report.xlsx``; whole in a CSV file, which
-    a spreadsheet cuts when it opens the file), ``formula`` (an apostrophe in front in the CSV files) or
-    ``number`` (an id a spreadsheet opening a CSV file reads as a number, a date or a time, and shows
-    otherwise: :func:`shown_otherwise`)."""
+    """An item field whose spreadsheet text differs from the corpus: ``characters`` (control characters
+    removed or replaced in every spreadsheet file, and in ``report.xlsx`` what XML 1.0 forbids:
+    :func:`sheet_text`, :func:`xlsx_text`), ``cut`` (longer than a cell holds: cut in ``report.xlsx``;
+    whole in a CSV file, which a spreadsheet cuts when it opens the file), ``formula`` (an apostrophe in
+    front in the CSV files) or ``number`` (an id a spreadsheet opening a CSV file reads as a number, a date
+    or a time, and shows otherwise: :func:`shown_otherwise`)."""
 
     item_id: str
     field: str
@@ -207,13 +228,15 @@ def written_changes(files: SheetFiles, items: pd.DataFrame | None = None) -> lis
 
 def _cell_changes(text: str, xlsx: bool, field: str = "") -> list[str]:
     """What a file does to a text cell (or a value of a list cell): ``characters`` and ``cut`` in an
-    ``.xlsx`` file, ``formula`` and ``cut`` in a CSV file (which holds the text whole, and a spreadsheet cuts
-    it to a cell's :data:`XLSX_CELL_CHARACTERS` when it opens the file), and ``number`` for an id (``field``)
-    that a spreadsheet opening a CSV file shows as another (:func:`shown_otherwise`)."""
+    ``.xlsx`` file, ``characters``, ``formula`` and ``cut`` in a CSV file (which holds the text whole, and a
+    spreadsheet cuts it to a cell's :data:`XLSX_CELL_CHARACTERS` when it opens the file), and ``number`` for
+    an id (``field``) that a spreadsheet opening a CSV file shows as another (:func:`shown_otherwise`)."""
     if not xlsx:
-        written = csv_text(text)
+        shown = sheet_text(text)
+        written = editor_file.escape(shown)
         return (
-            (["formula"] if written != text else [])
+            (["characters"] if shown != text else [])
+            + (["formula"] if written != shown else [])
             + (["cut"] if cell_length(written) > XLSX_CELL_CHARACTERS else [])
             + (["number"] if field == "id" and shown_otherwise(written) else [])
         )
@@ -318,19 +341,20 @@ def shown_otherwise(text: str) -> bool:
     return text not in ("TRUE", "FALSE")
 
 
-_MAY_CHANGE = re.compile(f"{_BREAKS.pattern}|{_FORBIDDEN.pattern}")
+_MAY_CHANGE = re.compile(f"{_SHEET_ODD.pattern}|{_FORBIDDEN.pattern}")
 
 
 def _may_change(values: pd.Series, xlsx: bool) -> np.ndarray:
     """The rows of a text column whose cells a file may change (:func:`_cell_changes` tells): in an
-    ``.xlsx`` file those holding a character XML 1.0 forbids, in a CSV file those starting as a formula, and
-    in both those longer than half a cell."""
+    ``.xlsx`` file those holding a character XML 1.0 forbids, in a CSV file those starting as a formula, in
+    both those holding a control character (:func:`sheet_text`) and those longer than half a cell."""
     text = pd.Series([v if isinstance(v, str) else None for v in values.tolist()], dtype=object)
     long = text.str.len().to_numpy(dtype=np.float64, na_value=np.nan) > XLSX_CELL_CHARACTERS // 2
     if not xlsx:
         formula = text.str.lstrip("'").str.startswith(FORMULA_START, na=False).to_numpy(dtype=bool)
         value = text.str.fullmatch(_READ_AS_VALUE, na=False).to_numpy(dtype=bool)
-        return np.flatnonzero(formula | long | value)
+        odd = text.str.contains(_SHEET_ODD, na=False).to_numpy(dtype=bool)
+        return np.flatnonzero(formula | long | value | odd)
     odd = text.str.contains(_MAY_CHANGE, na=False).to_numpy(dtype=bool)
     return np.flatnonzero(odd | long)
 
@@ -351,7 +375,7 @@ def text_changes(frame: pd.DataFrame | None) -> list[TextChange]:
                 out.append(TextChange(item, field, "characters"))
             if cell_length(xml) > XLSX_CELL_CHARACTERS:
                 out.append(TextChange(item, field, "cut"))
-            if csv_text(value) != value:
+            if csv_text(value) != sheet_text(value):
                 out.append(TextChange(item, field, "formula"))
     return out
 

@@ -78,8 +78,8 @@ def test_control_characters_in_titles_do_not_break_the_spreadsheet(tmp_path: Pat
     members = {row[item]: row[title] for row in book["members"][1:]}
     assert members["v1"] == "Floods hit the north of the country"  # Word's line break: a space
     assert members["b1"] == "Bellrings over the harbour at dawn"
-    assert members["e1"] == "Escape[31m codes in a red headline"
-    # the Parquet and CSV files keep the original text
+    assert members["e1"] == "Escape codes in a red headline"  # a terminal's colour code: removed whole
+    # the Parquet files keep the original text
     pairs = pd.read_parquet(tmp_path / "rep" / "pairs.parquet")
     assert set(pairs["title_a"]) == {CONTROL[i][0] for i in ("v1", "b1", "e1")}
     # the page tells the editor which titles were changed in the spreadsheet
@@ -458,7 +458,11 @@ def test_the_notice_names_only_the_items_and_files_whose_cells_were_changed(tmp_
     both = "in <code>pairs.csv</code>, <code>members.csv</code> and <code>window/members.csv</code>"
     assert f"begin with an apostrophe {both}: <bdi>c1</bdi> (title), <bdi>c2</bdi> (source)" in text
     assert "in <code>window/members.csv</code>: <bdi>=w</bdi> (id)" in text
-    assert "removed in <code>report.xlsx</code>: <bdi>s2</bdi> (title), <bdi>c2</bdi> (title)" in text
+    every = "in <code>pairs.csv</code>, <code>members.csv</code>, <code>report.xlsx</code> and <code>window/"
+    every += "members.csv</code>"  # c2's title is in every file, s2's (a topic's) in report.xlsx alone
+    assert (
+        f"removed {every}: <bdi>c2</bdi> (title); in <code>report.xlsx</code>: <bdi>s2</bdi> (title)" in text
+    )
 
     record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
     named = {
@@ -468,7 +472,7 @@ def test_the_notice_names_only_the_items_and_files_whose_cells_were_changed(tmp_
     assert named == {
         ("c1", "title", "formula", ("pairs.csv", "members.csv", "window/members.csv")),
         ("c2", "source", "formula", ("pairs.csv", "members.csv", "window/members.csv")),
-        ("c2", "title", "characters", ("report.xlsx",)),
+        ("c2", "title", "characters", ("pairs.csv", "members.csv", "report.xlsx", "window/members.csv")),
         ("s2", "title", "characters", ("report.xlsx",)),
         ("=w", "id", "formula", ("window/members.csv",)),
     }
@@ -662,3 +666,62 @@ def test_a_title_holding_an_ooxml_escape_shows_as_written_in_the_workbook(tmp_pa
     rows = sheets(tmp_path / "report.xlsx")["members"]
     assert [[_as_excel_shows(v) for v in row] for row in rows[1:]] == members.values.tolist()
     assert written_changes({"report.xlsx": {"members": members}}) == []
+
+
+SHEET_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def test_control_characters_are_out_of_the_csv_files_as_out_of_report_xlsx(tmp_path: Path) -> None:
+    """``pairs.csv`` and ``members.csv`` held a title's control characters raw (a terminal's colour codes, a
+    NUL, a bell, DEL, Word's line break), which a spreadsheet shows as boxes or cuts the cell at and a
+    terminal obeys, and ``report.xlsx`` kept DEL, the C1 controls and a colour code's letters (``[31m``).
+    Every spreadsheet file now holds the text without them (a line or page break a space, a terminal's
+    escape sequence removed whole); a formula start they hid still gets its apostrophe; the Parquet files
+    keep the text as written; the page and ``run.json`` name the change under each file."""
+    import csv
+    import json
+
+    from nlsim.clusters.table import batch_clusters
+    from nlsim.report.files import pairs_table, write_files
+    from nlsim.report.record import RunRecord
+
+    written = {
+        "a": "\x1b[31mStorm\x1b[0m hits\x00 the coast\x7f",
+        "b": "Storm hits\x0bthe coast\x85today\x9b",
+        "c": '\x07=HYPERLINK("http://x","Storm hits the coast")',
+    }
+    shown = {"a": "Storm hits the coast", "b": "Storm hits the coast today"}
+    shown["c"] = '=HYPERLINK("http://x","Storm hits the coast")'
+    frame = pd.DataFrame(
+        {
+            "id": list(written),
+            "title": list(written.values()),
+            "source": ["AP\x1b[0m", "AFP", "AP"],
+            "published_at": pd.to_datetime(["2024-08-01T08:00Z", "2024-08-01T09:00Z", None], utc=True),
+        }
+    )
+    found = pd.DataFrame({"a": [0, 0], "b": [1, 2], "similarity": [0.97, 0.96]})
+    labels, clusters = batch_clusters(frame, found)
+    folder = tmp_path / "r"
+    folder.mkdir()
+    write_files(folder, pairs_table(frame, found, labels), clusters, RunRecord(model="m"), frame)
+
+    for name in ("pairs.csv", "members.csv"):
+        text = (folder / name).read_text(encoding="utf-8-sig")
+        assert SHEET_CONTROLS.search(text) is None, name
+    with (folder / "members.csv").open(encoding="utf-8-sig", newline="") as f:
+        rows = {r["item_id"]: r for r in csv.DictReader(f)}
+    assert {i: r["title"] for i, r in rows.items()} == {**shown, "c": "'" + shown["c"]}
+    assert rows["a"]["source"] == "AP"
+    book = sheets(folder / "report.xlsx")
+    head = book["members"][0]
+    item, title = head.index("item_id"), head.index("title")
+    assert {row[item]: row[title] for row in book["members"][1:]} == shown
+    pairs = pd.read_parquet(folder / "pairs.parquet")
+    assert {*pairs["title_a"], *pairs["title_b"]} == set(written.values())
+    record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    changes = {(c["item_id"], c["field"], c["change"]): c["files"] for c in record["spreadsheet_changes"]}
+    every = ["pairs.csv", "members.csv", "report.xlsx"]
+    assert changes[("a", "title", "characters")] == every and changes[("c", "title", "characters")] == every
+    assert changes[("c", "title", "formula")] == ["pairs.csv", "members.csv"]
+    assert changes[("a", "source", "characters")] == every
