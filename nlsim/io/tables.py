@@ -7,8 +7,14 @@ Rules, so that no row is ever silently merged, split or shifted:
   :class:`~nlsim.errors.InputError` naming the file and the 1-based data row.
 * A blank line is skipped, and so is a CSV row whose every cell is empty (``,,,``: the rows below a table
   that a spreadsheet once formatted); rows are counted without them.
-* **TSV** has no quoting at all: one row a line, fields separated by tabs, a ``"`` is an ordinary
-  character. A row with another number of fields than the header is an error.
+* **TSV** has no quoting of its own: one row a line, fields separated by tabs, a ``"`` is an ordinary
+  character. A row with another number of fields than the header is an error. But a TSV that pandas
+  (``to_csv(sep="\\t")``) or a spreadsheet wrote quotes as CSV does a field holding a double quote (a
+  spreadsheet one holding a comma too): ``"He said ""no"" today"``. A file holding such a field, whole
+  in quotes with a doubled quote inside (no title written as it is holds one), is read unquoted: each field
+  whole in quotes loses them, and its doubled quotes are single. A file without one keeps every quote (a title
+  ``"Floods"``, a quotation, stays so). A quoted field holding a tab or a line break is not read as one
+  field (its row has more fields than the header, an error).
 * **JSONL** (``.jsonl``, ``.ndjson``, ``.json``): one JSON object a line, or a file of one JSON array of
   objects (``[{"id": ...}, ...]``, a CMS's export, ``df.to_json(orient="records")``), whose elements are
   the rows, counted from 1, each checked as a line is; an object that names a field twice is an error
@@ -626,6 +632,34 @@ def _refuse_separator_line(path: Path, text: str, fmt: str) -> None:
 
 
 _SEPARATOR_LINE = re.compile(r"sep=.?")
+_QUOTED = re.compile(r'"((?:[^"]|"")*)"')
+"""A field whole in double quotes, each quote inside doubled: how CSV quotes a field, and how pandas'
+``to_csv(sep="\\t")`` and a spreadsheet's tab-separated text quote one in a TSV."""
+
+
+def _csv_quoted(header: list[str], rows: list[list[str]]) -> bool:
+    """Whether a TSV's fields are quoted as CSV's are: some field is in double quotes with a doubled quote
+    inside (``"He said ""no"" today"``), which only such a writer writes (a title that is a quotation,
+    ``"Floods"``, holds no doubled quote). A file without one is read as written, quotes and all.
+
+    >>> _csv_quoted(["t"], [['"He said ""no"" today"'], ['"Floods, again"']]), _csv_quoted(["t"], [['"A"']])
+    (True, False)
+    """
+    return any(
+        f.startswith('"') and (m := _QUOTED.fullmatch(f)) is not None and '""' in m.group(1)
+        for r in (header, *rows)
+        for f in r
+    )
+
+
+def _unquoted(field: str) -> str:
+    """``field`` without CSV's quotes, when it is whole in them (:data:`_QUOTED`); else as it is.
+
+    >>> _unquoted('"He said ""no"" today"'), _unquoted('"A" and "B"'), _unquoted("Storm")
+    ('He said "no" today', '"A" and "B"', 'Storm')
+    """
+    found = _QUOTED.fullmatch(field) if field.startswith('"') else None
+    return field if found is None else found.group(1).replace('""', '"')
 
 
 def _read_delimited(path: Path, text: str, fmt: str, broken: list[BrokenRow] | None = None) -> pd.DataFrame:
@@ -651,6 +685,9 @@ def _read_delimited(path: Path, text: str, fmt: str, broken: list[BrokenRow] | N
                 _refuse_or_keep(err, line, broken)
                 continue
             rows.append(fields)
+        if _csv_quoted(header, rows):  # written by pandas or a spreadsheet: "He said ""no"" today"
+            header = [_unquoted(f) for f in header]
+            rows = [[_unquoted(f) for f in r] for r in rows]
         return _frame(path, rows, header)
     text, stand_in = _held_returns(text)  # a "\r" alone is a character of its field, not a row's end
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)

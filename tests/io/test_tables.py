@@ -231,3 +231,29 @@ def test_a_carriage_return_ending_a_csv_file_ends_its_last_row_not_its_last_cell
     path.write_bytes(b"id,title,extra\r\nn1,Floods,x\r\nn2,Storm,y\r")
     assert read_table(path)["extra"].tolist() == ["x", "y"]
     assert csv_records("id,title\nn1,Floods\r") == [["id", "title"], ["n1", "Floods"]]
+
+
+def test_a_tsv_with_csv_style_quotes_is_read_unquoted(tmp_path: Path) -> None:
+    """A TSV that pandas (``to_csv(sep="\\t")``) or a spreadsheet wrote puts a field holding a double quote
+    in quotes, each quote inside doubled (and a spreadsheet a field holding a comma too): the titles were
+    read with those quotes (``"He said ""no""`` and one more quote). A file that holds such a field is now
+    read unquoted."""
+    import pandas as pd
+
+    titles = ['He said "no"', '"Quoted" headline', "Floods, again", "Storm"]
+    pd.DataFrame({"id": ["1", "2", "3", "4"], "title": titles}).to_csv(
+        tmp_path / "p.tsv", sep="\t", index=False
+    )
+    assert read_table(tmp_path / "p.tsv")["title"].tolist() == titles
+    excel = 'id\ttitle\n1\t"He said ""no"""\n2\t"Floods, again"\n3\tStorm\n'
+    (tmp_path / "x.tsv").write_text(excel, encoding="utf-8")
+    assert read_table(tmp_path / "x.tsv")["title"].tolist() == ['He said "no"', "Floods, again", "Storm"]
+
+
+def test_a_tsv_without_a_doubled_quote_keeps_every_quote_as_written(tmp_path: Path) -> None:
+    """A TSV has no quoting of its own: where no field is in quotes with a quote inside doubled, a title
+    that is a quotation keeps its quotes, whole or not."""
+    titles = ['"Floods"', '"We will rebuild," PM says', '"A" and "B"', '""', 'She said ""']
+    text = "id\ttitle\n" + "".join(f"{n}\t{t}\n" for n, t in enumerate(titles))
+    (tmp_path / "r.tsv").write_text(text, encoding="utf-8")
+    assert read_table(tmp_path / "r.tsv")["title"].tolist() == titles
