@@ -28,10 +28,10 @@ A ``lang`` of ``nan`` is kept: it is the language tag of Min Nan (Taiwanese Hokk
 (:data:`LANGUAGE_TAGS`).
 
 A text field holding control characters (a NUL, a bell, a terminal's colour escape; not a tab or a line
-break: the mark of a damaged export) is kept as written, as the data files of a report keep it (its
-``report.xlsx`` shows the text without them), and :attr:`Corpus.warnings` names the rows and fields
-(:func:`controls_warning`); the model reads the text without them, and so does the copy key
-(:func:`nlsim.io.cells.model_text`).
+break: the mark of a damaged export) is kept as written, as the Parquet files of a report keep it (its
+spreadsheet files, ``pairs.csv``, ``members.csv`` and ``report.xlsx``, hold the text without them), and
+:attr:`Corpus.warnings` names the rows and fields (:func:`controls_warning`); the model reads the text
+without them, and so does the copy key (:func:`nlsim.io.cells.model_text`).
 
 A title that holds U+FFFD (the replacement character a decoder puts for bytes it could not read: the text
 was damaged before nlsim saw it) is kept as it is, and :attr:`Corpus.warnings` says how many, with the
@@ -1675,7 +1675,8 @@ def controls_warning(path: str | Path, found: ControlsFound) -> str | None:
     more = " ..." if len(found) > SHOWN_IDS else ""
     return (
         f"{path}: {len(found)} item(s) hold control characters ({describe(found[0][1][0][1])} first: the "
-        f"mark of a damaged export), kept as written in the report (report.xlsx shows them without), not "
+        f"mark of a damaged export), kept as written in the report's Parquet files (its spreadsheet files "
+        "hold the text without them), not "
         f"embedded: {rows}{more}; export "
         "them from their source again"
     )

@@ -1468,6 +1468,10 @@ def test_control_characters_in_a_text_are_warned_of_naming_rows_and_fields(tmp_p
     (warning,) = corpus.warnings
     assert warning.startswith(f"{path}: 3 item(s) hold control characters (U+0000"), warning
     assert "row 1 (title), row 2 (title, description), row 4 (title)" in warning, warning
+    assert (
+        "kept as written in the report's Parquet files (its spreadsheet files hold the text without"
+        in warning
+    )
     jsonl = tmp_path / "c.jsonl"
     jsonl.write_text('{"id": "1", "title": "Floods in the north"}\n', encoding="utf-8")
     assert load_corpus(jsonl).warnings == ()
