@@ -845,6 +845,10 @@ def _json_lines(path: Path, text: str, broken: list[BrokenRow] | None) -> list[d
             err = InputError(path, row, None, f"invalid JSON (line {lineno}; truncated line?): {exc}")
             _refuse_or_keep(err, line, broken)
             continue
+        except RecursionError:  # nested deeper than Python's stack reads (a broken or hostile export)
+            err = InputError(path, row, None, f"JSON nested too deeply to read (line {lineno})")
+            _refuse_or_keep(err, line, broken)
+            continue
         if not isinstance(obj, dict):
             err = InputError(path, row, None, f"each JSONL line must be an object (line {lineno})")
             _refuse_or_keep(err, line, broken)

@@ -404,3 +404,16 @@ def test_a_utf16_file_without_a_byte_order_mark_or_a_utf32_file_is_named_as_such
     assert info.value.row is None and info.value.field is None, message
     assert f"a {named[:6]} text file" in message and f"iconv -f {named} -t UTF-8 {name}" in message, message
     assert "\\x00" not in message and "\x00" not in message
+
+
+@pytest.mark.parametrize("name", ["c.jsonl", "c.json"])
+def test_json_nested_past_what_python_reads_is_a_row_error_not_a_traceback(tmp_path: Path, name: str) -> None:
+    """A value nested 100,000 arrays deep (a broken or hostile export) made the JSON Lines reader raise
+    RecursionError, a traceback; it is an error naming the row and its line, as in a JSON array."""
+    deep = "[" * 100_000 + "]" * 100_000
+    text = '{"id": "a", "title": "Storm"}\n{"id": "b", "tags": ' + deep + "}\n"
+    if name.endswith(".json"):
+        text = "[" + text.replace("}\n{", "},\n{").rstrip("\n") + "]"
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match=r"row 2: JSON nested too deeply to read \(line 2\)"):
+        read_table(tmp_path / name)
