@@ -938,7 +938,10 @@ def move_aside(folder: str | Path) -> Path | None:
 def run_window(folder: str | Path) -> Window:
     """The window the last committed run of the state ``folder`` judged its report on (``nlsim judge
     --state``): the kept items (``id``, ``title``, ``text``: the text embedded) and every pair among them.
-    A folder that holds no committed run is refused."""
+    A folder that holds no committed run is refused, and so, by name, is one that does not exist or a file."""
+    if not Path(folder).is_dir():
+        what = "is a file, not a state folder" if Path(folder).exists() else "does not exist"
+        raise ConfigError(f"--state {folder}: {what}")
     state = open_state(folder)
     if state.is_empty:
         raise ConfigError(f"--state {folder}: not a state folder with a committed run (no {MANIFEST})")

@@ -719,3 +719,26 @@ def test_a_report_that_does_not_exist_is_said_not_to_exist(tmp_path: Path, kind:
     with pytest.raises(ConfigError, match=f"^--report {re.escape(str(report))}: {said}") as info:
         judge_report(report, tmp_path / "pairs.tsv")
     assert ("does not exist" in str(info.value)) == (kind == "missing")
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [
+        ("missing", "does not exist"),
+        ("file", "is a file, not a state folder"),
+        ("empty", "not a state folder"),
+    ],
+)
+def test_a_state_that_does_not_exist_is_said_not_to_exist(tmp_path: Path, kind: str, said: str) -> None:
+    """``nlsim judge --state`` on a mistyped folder said "not a state folder with a committed run (no
+    MANIFEST.json)", as if it were there: it is named as missing (or as a file)."""
+    from nlsim.dedup.state import run_window
+
+    state = tmp_path / "st"
+    if kind == "file":
+        state.write_text("x", encoding="utf-8")
+    elif kind == "empty":
+        state.mkdir()
+    with pytest.raises(ConfigError, match=f"^--state {re.escape(str(state))}: {said}"):
+        run_window(state)
+    assert state.exists() == (kind != "missing")  # nothing made
