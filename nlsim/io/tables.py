@@ -942,9 +942,10 @@ def _json_array(path: Path, text: str, broken: list[BrokenRow] | None) -> list[d
     records: list[dict] = []
     pos = _skip_space(text, text.index("[") + 1)
     closed = text.startswith("]", pos)
+    lineno, counted = 1, 0  # the line of text[counted], counted on from element to element
     while not closed:
         row = len(records) + len(broken or ()) + 1
-        lineno = _line_of(text, pos)
+        lineno, counted = lineno + text.count("\n", counted, pos), pos
         try:
             obj, end = decoder.raw_decode(text, pos)
         except _NamedTwice as exc:

@@ -417,3 +417,20 @@ def test_json_nested_past_what_python_reads_is_a_row_error_not_a_traceback(tmp_p
     (tmp_path / name).write_text(text, encoding="utf-8")
     with pytest.raises(InputError, match=r"row 2: JSON nested too deeply to read \(line 2\)"):
         read_table(tmp_path / name)
+
+
+@pytest.mark.slow
+def test_a_long_json_array_is_read_in_about_the_time_its_json_lines_take(tmp_path: Path) -> None:
+    """Each element's line was counted from the file's start, so a long array took time growing with the
+    square of its length (100,000 items: minutes, where JSON Lines take seconds)."""
+    import time
+
+    rows = [{"id": f"n{i}", "title": f"Storm number {i} hits the coast"} for i in range(30_000)]
+    (tmp_path / "c.json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    start = time.perf_counter()
+    assert len(read_table(tmp_path / "c.jsonl")) == len(rows)
+    lines = time.perf_counter() - start
+    start = time.perf_counter()
+    assert len(read_table(tmp_path / "c.json")) == len(rows)
+    assert time.perf_counter() - start < 10 * lines + 2
