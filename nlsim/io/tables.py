@@ -900,14 +900,31 @@ def _refuse_wrapped_rows(path: Path, obj: dict) -> None:
 
 def _refuse_json_document(path: Path, text: str) -> None:
     """An :class:`InputError` when ``text``, whose first line is not a JSON value, is one JSON object over
-    several lines (pretty-printed): no row of it is a line, and it is not an array of rows."""
+    several lines (pretty-printed), or objects one after another each over several lines (``jq .`` without
+    ``-c``): no row of it is a line, and it is not an array of rows."""
+    decoder = json.JSONDecoder()
+    found: list[dict] = []
+    pos = _skip_space(text, 0)
     try:
-        whole = json.loads(text)
+        while pos < len(text):
+            value, pos = decoder.raw_decode(text, pos)
+            if not isinstance(value, dict):
+                return
+            found.append(value)
+            pos = _skip_space(text, pos)
     except (json.JSONDecodeError, RecursionError):
         return
-    if not isinstance(whole, dict):
+    if len(found) > 1:
+        raise InputError(
+            path,
+            None,
+            None,
+            "JSON objects written over several lines each (as jq writes them without -c), not one a line: "
+            "write them one a line (JSON Lines: jq -c . FILE > FILE.jsonl)",
+        )
+    if not found:
         return
-    _refuse_wrapped_rows(path, whole)
+    _refuse_wrapped_rows(path, found[0])
     raise InputError(
         path,
         None,

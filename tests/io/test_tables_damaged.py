@@ -232,10 +232,16 @@ OTHER_JSON = [
     (json.dumps(WRAPPED), "one JSON object holding the rows under 'items', not rows"),
     (json.dumps(WRAPPED, indent=2), "one JSON object holding the rows under 'items', not rows"),
     (json.dumps({"id": "a", "title": "Storm"}, indent=2), "one JSON object written over several lines"),
+    (
+        json.dumps({"id": "a", "title": "Storm"}, indent=2) + "\n" + json.dumps({"id": "b"}, indent=2) + "\n",
+        "JSON objects written over several lines each (as jq writes them without -c)",
+    ),
 ]
 
 
-@pytest.mark.parametrize("text", OTHER_JSON, ids=["wrapped", "wrapped-pretty", "one-object-pretty"])
+@pytest.mark.parametrize(
+    "text", OTHER_JSON, ids=["wrapped", "wrapped-pretty", "one-object-pretty", "objects-pretty"]
+)
 def test_a_json_object_that_is_not_rows_is_refused_as_such(tmp_path: Path, text: tuple[str, str]) -> None:
     """An API's answer wrapping the rows in an object, or one object pretty-printed, is said to be so (with
     how to write the rows), not read as one row of a column ``items`` nor blamed on its first line."""
