@@ -153,7 +153,9 @@ def register(subparsers: Any) -> None:
         formatter_class=Formatter,
     )
     p.add_argument(
-        "--corpus", required=True, help="corpus file: .parquet, .csv, .tsv or .jsonl (or .csv.gz, .bz2, .xz)"
+        "--corpus",
+        required=True,
+        help="corpus file: .parquet, .csv, .tsv, .jsonl or a .json array of objects (or .csv.gz, .bz2, .xz)",
     )
     p.add_argument("--out", required=True, help="output .npy file")
     p.add_argument(
