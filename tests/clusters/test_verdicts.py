@@ -367,6 +367,25 @@ def _scored_file(path: Path) -> Path:
     return path
 
 
+def _marks_sheet(path: Path, rows: list[tuple[str, str, str, str]]) -> Path:
+    """A page export at ``path`` of ``rows`` (id_a, id_b, score, overrule), the items' TITLES, by desk."""
+    from nlsim.io import editor_file
+
+    pd.DataFrame(
+        {
+            "pair_id": [editor_file.pair_id(a, b) for a, b, _, _ in rows],
+            "id_a": [a for a, _, _, _ in rows],
+            "id_b": [b for _, b, _, _ in rows],
+            "text_a": [TITLES[a] for a, _, _, _ in rows],
+            "text_b": [TITLES[b] for _, b, _, _ in rows],
+            "score": [s for _, _, s, _ in rows],
+            "annotator": "desk",
+            editor_file.OVERRULE: [o for _, _, _, o in rows],
+        }
+    ).to_csv(path, index=False)
+    return path
+
+
 def test_an_overrule_is_the_newer_verdict_with_the_earlier_kept_and_the_pair_file_unchanged(
     tmp_path: Path,
 ) -> None:
@@ -562,23 +581,9 @@ def test_a_row_marked_overrule_on_a_pair_nobody_scored_is_merged_new_with_a_warn
     scores no such pair (another pair file than the report's, a row taken out since). The row is still a
     valid verdict, merged as a new pair, but the merge says so, by file, sheet row and item ids."""
     from nlsim.annotation.merge import merge_annotations
-    from nlsim.io import editor_file
 
     pairs = _scored_file(tmp_path / "news.tsv")
-    rows = [("n6", "n7", "0", "true"), ("n8", "n9", "1", "false")]
-    path = tmp_path / "marks.csv"
-    pd.DataFrame(
-        {
-            "pair_id": [editor_file.pair_id(a, b) for a, b, _, _ in rows],
-            "id_a": [a for a, _, _, _ in rows],
-            "id_b": [b for _, b, _, _ in rows],
-            "text_a": [TITLES[a] for a, _, _, _ in rows],
-            "text_b": [TITLES[b] for _, b, _, _ in rows],
-            "score": [s for _, _, s, _ in rows],
-            "annotator": "desk",
-            editor_file.OVERRULE: [o for _, _, _, o in rows],
-        }
-    ).to_csv(path, index=False)
+    path = _marks_sheet(tmp_path / "marks.csv", [("n6", "n7", "0", "true"), ("n8", "n9", "1", "false")])
     with caplog.at_level("WARNING", logger="nlsim"):
         result = merge_annotations(path, pairs, log=lambda _: None)
     assert (result.added, result.overruled) == (2, 0)
@@ -722,23 +727,9 @@ def test_a_blank_row_skipped_with_skip_blank_is_not_refused_for_its_overrule_cel
     """``--skip-blank`` skips an unscored row whatever else it holds, its ``overrule`` cell as its
     ``marked_at`` one: a sheet of an unscored row left with ``maybe`` there merges its scored rows."""
     from nlsim.annotation.merge import merge_annotations
-    from nlsim.io import editor_file
 
     pairs = _scored_file(tmp_path / "news.tsv")
-    rows = [("n6", "n7", "1", "false"), ("n8", "n9", "", "maybe")]
-    path = tmp_path / "marks.csv"
-    pd.DataFrame(
-        {
-            "pair_id": [editor_file.pair_id(a, b) for a, b, _, _ in rows],
-            "id_a": [a for a, _, _, _ in rows],
-            "id_b": [b for _, b, _, _ in rows],
-            "text_a": [TITLES[a] for a, _, _, _ in rows],
-            "text_b": [TITLES[b] for _, b, _, _ in rows],
-            "score": [s for _, _, s, _ in rows],
-            "annotator": "desk",
-            editor_file.OVERRULE: [o for _, _, _, o in rows],
-        }
-    ).to_csv(path, index=False)
+    path = _marks_sheet(tmp_path / "marks.csv", [("n6", "n7", "1", "false"), ("n8", "n9", "", "maybe")])
     result = merge_annotations(path, pairs, skip_blank=True, log=lambda _: None)
     assert (result.added, result.skipped_blank) == (1, 1)
     with pytest.raises(InputError) as err:  # without --skip-blank the row is refused as unscored

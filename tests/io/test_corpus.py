@@ -19,6 +19,20 @@ def write_csv(path, text):
     return path
 
 
+def read_time_cell(tmp_path, written: str) -> list:
+    """The times a one-row CSV corpus whose ``published_at`` is ``written`` is read with, in Taipei."""
+    write_csv(tmp_path / "c.csv", f'id,title,published_at\na,Floods,"{written}"\n')
+    return load_corpus(tmp_path / "c.csv", timezone="Asia/Taipei").frame["published_at"].tolist()
+
+
+def refused_time_cell(tmp_path, written: str) -> str:
+    """The message a one-row CSV corpus whose ``published_at`` is ``written`` is refused with, in Taipei."""
+    write_csv(tmp_path / "c.csv", f'id,title,published_at\na,Floods,"{written}"\n')
+    with pytest.raises(InputError) as error:
+        load_corpus(tmp_path / "c.csv", timezone="Asia/Taipei")
+    return str(error.value)
+
+
 def test_loads_all_three_formats_into_one_schema(tmp_path):
     rows = [
         {
@@ -1853,9 +1867,7 @@ def test_a_time_in_full_width_digits_or_marks_is_read_as_written_in_ascii(tmp_pa
     ``２０２４－０５－０１``): such a time was refused as holding more than a date, a time of day and one
     offset, or as neither year first nor RFC 2822, though it reads one way only. It is read as the same
     time written in ASCII (Unicode's compatibility forms, NFKC), on the run's clock when it has no offset."""
-    path = tmp_path / "c.csv"
-    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
-    assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [pd.Timestamp(utc)]
+    assert read_time_cell(tmp_path, written) == [pd.Timestamp(utc)]
 
 
 @pytest.mark.parametrize(
@@ -1876,20 +1888,14 @@ def test_a_year_first_cjk_time_of_day_in_hours_and_minutes_is_read(tmp_path, wri
     Chinese and Japanese CMS exports write it, in hours and minutes (``08時30分``, ``8时30分15秒``) or in
     hours alone (``08時``, ``8时``): such a time was refused as holding more than a date, a time of day and
     one offset. It is read as the same time written with colons (hours alone: ``08:00``)."""
-    path = tmp_path / "c.csv"
-    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
-    assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [pd.Timestamp(utc)]
+    assert read_time_cell(tmp_path, written) == [pd.Timestamp(utc)]
 
 
 @pytest.mark.parametrize("written", ["2024年5月1日 08時30", "2024年5月1日 08時半", "2024年5月1日 25時"])
 def test_a_cjk_time_of_day_read_no_one_way_is_refused_naming_how_to_write_it(tmp_path, written):
     """Minutes without 分 after an hour (``08時30``), a half hour in words (``08時半``) or an hour past
     23 are no time of day read one way: refused by file, row and field, with how to write it."""
-    path = tmp_path / "c.csv"
-    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
-    with pytest.raises(InputError) as error:
-        load_corpus(path, timezone="Asia/Taipei")
-    message = str(error.value)
+    message = refused_time_cell(tmp_path, written)
     assert "c.csv" in message and "row 1" in message and "published_at" in message
     assert "2024-05-01T08:00:00+08:00" in message and ("08時30分" in message or "0..23" in message)
 
@@ -1915,9 +1921,7 @@ def test_a_cjk_date_followed_by_its_day_of_the_week_is_read(tmp_path, written, u
     """Japanese and Chinese CMS exports write the day of the week after a date (``2024年5月1日(水)``,
     ``2024年5月1日 星期三``): such a time was refused as holding more than a date, a time of day and one
     offset. It is read as the date and time without it when the day is the one the date falls on."""
-    path = tmp_path / "c.csv"
-    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
-    assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [pd.Timestamp(utc)]
+    assert read_time_cell(tmp_path, written) == [pd.Timestamp(utc)]
 
 
 @pytest.mark.parametrize(
@@ -1988,9 +1992,7 @@ def test_a_day_of_the_week_after_the_time_of_day_is_read(tmp_path, written, utc)
     (Wed)``) was refused as holding more than a date, a time of day and one offset, or as naming its zone
     'Wed'. It is read as the same day written after the date is: the time without it, when it is the day
     the date falls on."""
-    path = tmp_path / "c.csv"
-    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
-    assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [pd.Timestamp(utc)]
+    assert read_time_cell(tmp_path, written) == [pd.Timestamp(utc)]
 
 
 @pytest.mark.parametrize(
@@ -2029,9 +2031,7 @@ def test_a_chinese_12_hour_clock_after_a_year_first_date_is_read(tmp_path, writt
     do Chinese CMS exports (``2024年5月1日 下午3時20分``, ``晚上8点``): such a time was refused as on a
     12-hour clock, or as holding more than a date, a time and an offset. A mark before the hour that it
     holds one way is read on the 24-hour clock (``上午 12:10`` is 00:10, ``下午 12:30`` 12:30)."""
-    path = tmp_path / "c.csv"
-    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
-    assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [pd.Timestamp(utc)]
+    assert read_time_cell(tmp_path, written) == [pd.Timestamp(utc)]
 
 
 @pytest.mark.parametrize(
@@ -2054,11 +2054,7 @@ def test_a_chinese_12_hour_clock_read_no_one_way_is_refused_saying_how_to_write_
     """A mark of the 12-hour clock before an hour it does not hold (``下午 15:00``: a 24-hour time with a
     mark, or a typo) or holds two ways (``晚上12時``: which day's midnight?) is refused by file, row and
     field, naming the mark and the hours it holds, and how to write the time."""
-    path = tmp_path / "c.csv"
-    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
-    with pytest.raises(InputError) as error:
-        load_corpus(path, timezone="Asia/Taipei")
-    message = str(error.value)
+    message = refused_time_cell(tmp_path, written)
     assert "c.csv: row 1, field 'published_at'" in message and said in message, message
     assert "24-hour clock" in message and "2024-05-01T08:00:00+08:00" in message
 
@@ -2080,11 +2076,7 @@ def test_a_year_first_time_at_24_00_is_refused_naming_the_next_days_midnight(tmp
     such a time was refused as no time of the calendar, the date parser's 'hour must be in 0..23'. It is
     refused by file, row and field saying it is the end of its day, and that it is written as 00:00 of the
     next day (the 2nd of May), which it is not read as: the date parser reads no 24:00 in any form."""
-    path = tmp_path / "c.csv"
-    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
-    with pytest.raises(InputError) as error:
-        load_corpus(path, timezone="Asia/Taipei")
-    message = str(error.value)
+    message = refused_time_cell(tmp_path, written)
     assert "c.csv: row 1, field 'published_at'" in message and "0..23" not in message, message
     assert "24:00, the end of its day" in message and "2024-05-02T00:00:00" in message, message
 
@@ -2102,9 +2094,7 @@ def test_an_offset_with_the_minus_sign_iso_8601_names_is_read(tmp_path, written,
     it is not to be had, and a typeset page or a word processor writes it so: such a time was refused as
     holding more than a date, a time of day and one offset. It is read as the same offset written with a
     hyphen-minus, not on the run's clock."""
-    path = tmp_path / "c.csv"
-    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
-    assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [pd.Timestamp(utc)]
+    assert read_time_cell(tmp_path, written) == [pd.Timestamp(utc)]
 
 
 @pytest.mark.parametrize(
@@ -2141,9 +2131,7 @@ def test_a_year_first_time_of_day_in_one_digit_hours_alone_is_read_as_in_two(tmp
     """A year-first time with its hour alone is read in two digits (``2024-05-01 08``: 08:00), but in one
     (``2024-05-01 8``) it was refused as 'no day or time of the calendar (Unknown datetime string format,
     unable to parse)', the date parser's words. It is read as the same hour in two digits."""
-    path = tmp_path / "c.csv"
-    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
-    assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [pd.Timestamp(utc)]
+    assert read_time_cell(tmp_path, written) == [pd.Timestamp(utc)]
 
 
 def test_a_placeholder_date_written_in_chinese_or_on_a_12_hour_clock_is_read_as_undated(tmp_path):
@@ -2188,11 +2176,7 @@ def test_a_year_first_time_naming_its_zone_in_chinese_words_is_refused_saying_so
     ``(台北時間)``): such a time was refused as holding a time of day in Chinese or Japanese read only in
     hours and minutes (the 時 of 時間), or as holding more than a date, a time and an offset, neither of
     which it does. It is refused naming the zone as written, and the time to write with its offset."""
-    path = tmp_path / "c.csv"
-    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
-    with pytest.raises(InputError) as error:
-        load_corpus(path, timezone="Asia/Taipei")
-    message = str(error.value)
+    message = refused_time_cell(tmp_path, written)
     assert "c.csv: row 1, field 'published_at'" in message and f"names its zone in words, {zone!r}" in message
     assert f"{wall}+08:00" in message and "hours and minutes" not in message, message
 
@@ -2214,9 +2198,7 @@ def test_a_japanese_or_korean_12_hour_clock_after_a_year_first_date_is_read(tmp_
     Windows in Korea 오전 and 오후 (``2024-05-01 오후 3:20:00``): such a time was refused as on a 12-hour
     clock. It is read on the 24-hour clock as Chinese marks are: 午前 and 午後 on Japan's clock, which runs
     0 to 11 (午後0時 is noon), 오전 and 오후 as a.m. and p.m. (오전 12:10 is 00:10)."""
-    path = tmp_path / "c.csv"
-    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
-    assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [pd.Timestamp(utc)]
+    assert read_time_cell(tmp_path, written) == [pd.Timestamp(utc)]
 
 
 @pytest.mark.parametrize(
@@ -2231,11 +2213,7 @@ def test_a_japanese_or_korean_12_hour_clock_read_no_one_way_is_refused(tmp_path,
     """午前12時 is noon by the rule Japan's clock was set by in 1872 and midnight on most clocks, and 午後12時
     likewise; an hour past 12 after 오후 is a 24-hour time with a mark, or a typo: each is refused by file,
     row and field, naming the mark and the hours it holds."""
-    path = tmp_path / "c.csv"
-    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
-    with pytest.raises(InputError) as error:
-        load_corpus(path, timezone="Asia/Taipei")
-    message = str(error.value)
+    message = refused_time_cell(tmp_path, written)
     assert "c.csv: row 1, field 'published_at'" in message and said in message, message
     assert "24-hour clock" in message, message
 
@@ -2257,9 +2235,7 @@ def test_am_or_pm_after_a_year_first_date_is_read(tmp_path, written, utc):
     writes it; ``2024/5/1 PM 03:20:00``, Windows in Taiwan with English marks) was refused as on a 12-hour
     clock, though it reads one way. It is read on the 24-hour clock (12:10 AM is 00:10, 12:30 PM 12:30); a
     time whose date is not year first (``5/1/2024 3:20 PM``) is still refused, its date two ways."""
-    path = tmp_path / "c.csv"
-    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
-    assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [pd.Timestamp(utc)]
+    assert read_time_cell(tmp_path, written) == [pd.Timestamp(utc)]
 
 
 @pytest.mark.parametrize(
@@ -2273,11 +2249,7 @@ def test_am_or_pm_after_a_year_first_date_is_read(tmp_path, written, utc):
 def test_am_or_pm_with_an_hour_it_does_not_hold_is_refused(tmp_path, written, said):
     """15:20 PM is a 24-hour time with a mark, or a typo, and 0:20 AM no time of a 12-hour clock (which runs
     1 to 12): refused by file, row and field, naming the mark and the hours it holds."""
-    path = tmp_path / "c.csv"
-    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
-    with pytest.raises(InputError) as error:
-        load_corpus(path, timezone="Asia/Taipei")
-    message = str(error.value)
+    message = refused_time_cell(tmp_path, written)
     assert "c.csv: row 1, field 'published_at'" in message and said in message, message
     assert "24-hour" in message, message
 
@@ -2296,9 +2268,7 @@ def test_a_day_of_the_week_in_english_without_brackets_is_read(tmp_path, written
     """A day of the week in English without brackets after a year-first date or time (``2024-05-01 Wed
     08:00``) was refused as naming its zone 'Wed' (an abbreviation of no zone), where ``(Wed)`` is read. It
     is read as in brackets, checked against the date."""
-    path = tmp_path / "c.csv"
-    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
-    assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [pd.Timestamp(utc)]
+    assert read_time_cell(tmp_path, written) == [pd.Timestamp(utc)]
 
 
 @pytest.mark.parametrize(

@@ -57,6 +57,19 @@ def sheets(path: Path) -> dict[str, list[list[object]]]:
     return {ws.title: [[c.value for c in row] for row in ws.iter_rows()] for ws in book.worksheets}
 
 
+def _three_item_report(folder: Path, frame: pd.DataFrame) -> Path:
+    """The report files, in ``folder``, of a three-item ``frame`` whose first item pairs with both others."""
+    from nlsim.clusters.table import batch_clusters
+    from nlsim.report.files import pairs_table, write_files
+    from nlsim.report.record import RunRecord
+
+    found = pd.DataFrame({"a": [0, 0], "b": [1, 2], "similarity": [0.97, 0.96]})
+    labels, clusters = batch_clusters(frame, found)
+    folder.mkdir()
+    write_files(folder, pairs_table(frame, found, labels), clusters, RunRecord(model="m"), frame)
+    return folder
+
+
 def test_cell_text_rules() -> None:
     assert xlsx_text("a\x0bb\x0cc\x07d\x1be\x00f") == "a b cdef"
     kept = "tab\tnewline\ncarriage\r, Han 颱風, emoji 🌊"
@@ -113,9 +126,6 @@ def test_a_title_longer_than_a_cell_holds_is_named_for_the_csv_files_a_spreadshe
     import csv
     import json
 
-    from nlsim.clusters.table import batch_clusters
-    from nlsim.report.files import pairs_table, write_files
-    from nlsim.report.record import RunRecord
     from nlsim.report.spreadsheet import XLSX_CELL_CHARACTERS
 
     long = "Dollar gains on Greenspan speech " + "x" * 40_000
@@ -127,11 +137,7 @@ def test_a_title_longer_than_a_cell_holds_is_named_for_the_csv_files_a_spreadshe
             "published_at": pd.to_datetime(["2024-08-01T08:00Z", "2024-08-01T09:00Z", None], utc=True),
         }
     )
-    found = pd.DataFrame({"a": [0, 0], "b": [1, 2], "similarity": [0.97, 0.96]})
-    labels, clusters = batch_clusters(frame, found)
-    folder = tmp_path / "r"
-    folder.mkdir()
-    write_files(folder, pairs_table(frame, found, labels), clusters, RunRecord(model="m"), frame)
+    folder = _three_item_report(tmp_path / "r", frame)
 
     with (folder / "members.csv").open(encoding="utf-8-sig", newline="") as f:
         titles = {r["item_id"]: r["title"] for r in csv.DictReader(f)}
@@ -681,10 +687,6 @@ def test_control_characters_are_out_of_the_csv_files_as_out_of_report_xlsx(tmp_p
     import csv
     import json
 
-    from nlsim.clusters.table import batch_clusters
-    from nlsim.report.files import pairs_table, write_files
-    from nlsim.report.record import RunRecord
-
     written = {
         "a": "\x1b[31mStorm\x1b[0m hits\x00 the coast\x7f",
         "b": "Storm hits\x0bthe coast\x85today\x9b",
@@ -700,11 +702,7 @@ def test_control_characters_are_out_of_the_csv_files_as_out_of_report_xlsx(tmp_p
             "published_at": pd.to_datetime(["2024-08-01T08:00Z", "2024-08-01T09:00Z", None], utc=True),
         }
     )
-    found = pd.DataFrame({"a": [0, 0], "b": [1, 2], "similarity": [0.97, 0.96]})
-    labels, clusters = batch_clusters(frame, found)
-    folder = tmp_path / "r"
-    folder.mkdir()
-    write_files(folder, pairs_table(frame, found, labels), clusters, RunRecord(model="m"), frame)
+    folder = _three_item_report(tmp_path / "r", frame)
 
     for name in ("pairs.csv", "members.csv"):
         text = (folder / name).read_text(encoding="utf-8-sig")
