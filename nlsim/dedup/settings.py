@@ -533,7 +533,7 @@ def check_day(value: str, timezone: str = "UTC") -> dt.date:
         Traceback (most recent call last):
         nlsim.errors.ConfigError: --date 1500-01-01: a daily run's day is its window's clock when its ...
     """
-    from nlsim.io.corpus import TIME_RANGE  # deferred, as in parse_time: it imports pandas
+    from nlsim.io.times import TIME_RANGE  # deferred, as in parse_time: it imports pandas
 
     day = parse_date(value, "--date")
     today = dt.datetime.now(ZoneInfo(timezone)).date()
@@ -585,7 +585,7 @@ def parse_time(value: Any, what: str, timezone: str = "UTC") -> Any:
 
     import pandas as pd  # deferred: the settings are imported by the command line before pandas is needed
 
-    from nlsim.io.corpus import TIME_RANGE, read_time
+    from nlsim.io.times import TIME_RANGE, read_time
 
     # a year far ahead is left to check_as_of, which says why it is refused (after now)
     value = value.strip() if isinstance(value, str) else value

@@ -19,10 +19,12 @@ Example:
 from __future__ import annotations
 
 import html
+import math
 import re
 import sys
 import unicodedata
 from functools import cache
+from typing import Any
 
 LINE_BREAKING = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 """Characters ``str.splitlines`` ends a line at."""
@@ -203,6 +205,21 @@ def spreadsheet_error(text: str) -> str | None:
 MISSING_MARKERS = frozenset({"\\n", "null", "none", "nan", "<na>", "nat", "n/a", "undefined"})
 """What exports write for a missing value (lower case): MySQL's ``\\N``, ``NULL``, Python's ``None``,
 pandas' ``nan``, ``<NA>`` and ``NaT`` (``str()`` of a missing value), ``N/A``, JavaScript's ``undefined``."""
+
+
+def missing_cell(value: Any) -> bool:
+    """Whether a cell ``value`` holds no value at all (``None``, NaN, ``NaT``, ``pd.NA``); text never does.
+
+    >>> missing_cell(None), missing_cell(float("nan")), missing_cell(""), missing_cell("NULL")
+    (True, True, False, False)
+    """
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    import pandas as pd  # deferred: the text checks above run without pandas
+
+    return value is pd.NaT or (not isinstance(value, (str, bytes, list, dict)) and pd.isna(value) is True)
 
 
 def missing_marker(text: str) -> str | None:
