@@ -54,7 +54,7 @@ from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.order import order_keys
 from nlsim.io.cells import shown_text, unseen
 
-COPY_KEY_VERSION = 9
+COPY_KEY_VERSION = 10
 """Which definition of :func:`copy_key` grouped the copies, kept in a daily state's identity: a state whose
 copies an earlier one grouped (1: the characters that show nothing kept, a mark between two digits dropped;
 a state written then has none; 2: HTML markup read as written, ``AT&amp;T`` not ``AT&T``, and a minus sign
@@ -71,7 +71,9 @@ with no space a credit, ``Rally turns anti-AP`` a copy of ``Rally turns anti-CNN
 ``颱風來了～``, the AP's names ``AP News`` and ``The Associated Press`` words of the copy, and a character
 newer than the interpreter's Unicode tables or a private one no character, ``王𮯰明`` a copy of ``王明``,
 and a source's name with its brand beside it and a section before a source's name words of the copy,
-``- 三立新聞網 Setn.com``, ``| 產經 - 中央社 CNA``) is paired again,
+``- 三立新聞網 Setn.com``, ``| 產經 - 中央社 CNA``; 9: a text of several fields keyed as one text, a credit
+closing its title and a dateline opening its description words of the copy, ``Floods - AP`` and
+``Floods - Reuters`` with one description no copies) is paired again,
 so that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
@@ -232,7 +234,7 @@ bar ``｜`` a headline closes with or sets before its source (``颱風來了～`
 the wave dash ``〜`` and the slash ``／``, punctuation, are."""
 
 
-def copy_key(text: str) -> str:
+def copy_key(text: str | Sequence[str]) -> str:
     """What two texts must share to be copies: the text a page shows of it
     (:func:`~nlsim.io.cells.shown_text`), NFKC, case folded, without white space, punctuation,
     control characters and the characters that show nothing whatever their category (a Hangul filler U+3164,
@@ -248,6 +250,9 @@ def copy_key(text: str) -> str:
     ``新華社北京12月6日電``, ``BEIJING (Reuters) -``; :data:`OPENING_BYLINE`) and a source's name or a
     byline that closes it (:data:`SOURCE`: ``- 中央社``, ``| Reuters``, ``（記者 王小明）``) are no part of
     it, one after another too, unless nothing would be left: the wire's text with them is the wire's text.
+    A text of several fields (a title and a description: a sequence of their non-empty texts) is read
+    field by field for those first, then joined by a space: a credit closing the title and a dateline
+    opening the description are no part of it either (one field is read as a text is).
 
     >>> copy_key("  Rain, in TAIPEI!\\u200b "), copy_key("「颱風」來了"), copy_key("...")
     ('rainintaipei', '颱風來了', '')
@@ -263,8 +268,13 @@ def copy_key(text: str) -> str:
     ('颱風來了', '颱風來了')
     >>> copy_key("BEIJING (Reuters) - Rain"), copy_key("Rain - AP")
     ('rain', 'rain')
+    >>> copy_key(("Floods - AP", "TAIPEI (CNA) - Rain")), copy_key(("Floods - Reuters", "Rain"))
+    ('floodsrain', 'floodsrain')
     """
-    folded = _unlabelled(unicodedata.normalize("NFKC", shown_text(str(text))).translate(STAND_INS)).casefold()
+    fields = [text] if isinstance(text, str) else [str(f) for f in text if str(f).strip()] or [""]
+    read = [unicodedata.normalize("NFKC", shown_text(str(f))).translate(STAND_INS) for f in fields]
+    joined = read[0] if len(read) == 1 else " ".join(_unlabelled(f) for f in read)
+    folded = _unlabelled(joined).casefold()
     kept: list[str] = []
     marks = ""  # the visible marks and spaces since the last character kept
     last = -1  # where the last character kept is in ``folded``
@@ -433,13 +443,14 @@ class Copies:
 
 def find_copies(
     ids: Sequence[str],
-    texts: Sequence[str],
+    texts: Sequence[str | Sequence[str]],
     times: Any = None,
     *,
     window_hours: float | None = None,
     cannot: Iterable[tuple[str, str]] = (),
 ) -> Copies:
-    """The copy groups of items ``ids`` with ``texts`` (in the run's script) and ``times`` (datetime-like,
+    """The copy groups of items ``ids`` with ``texts`` (in the run's script; an item's text, or its fields'
+    texts, :func:`copy_key`) and ``times`` (datetime-like,
     NaT allowed; ``None``: all undated), cut by ``window_hours`` and by the editors' ``cannot`` pairs (see
     the module docstring). Undated copies stay with the first part of their group."""
     ids = [str(i) for i in ids]

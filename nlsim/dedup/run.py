@@ -727,7 +727,8 @@ def _search(
     """Convert, group the exact copies, embed (as ``plan`` says), index, search the neighbours and rerank
     them (:class:`Search`)."""
     texts = step("convert", stages.convert_texts, window, settings.model)
-    window = step("copies", stages.copies, window, settings.model, settings.search, editors)
+    fields = settings.input.text_fields
+    window = step("copies", stages.copies, window, settings.model, settings.search, editors, fields)
     said = stages.copies_said(window)
     if said:
         step.log.say(said)

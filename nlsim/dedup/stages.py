@@ -356,15 +356,22 @@ def convert_texts(window: Window, scoring: ModelSettings) -> list[str]:
     return window.texts(window.embed_rows, scoring.convert)
 
 
-def copies(window: Window, scoring: ModelSettings, search: SearchSettings, editors: EditorsInput) -> Window:
+def copies(
+    window: Window,
+    scoring: ModelSettings,
+    search: SearchSettings,
+    editors: EditorsInput,
+    text_fields: Sequence[str] = ("title",),
+) -> Window:
     """The window's exact copies (:mod:`nlsim.clusters.copies`): items whose texts, in the run's script,
     are the same once normalised, grouped before the neighbour search; copies further apart than the
     time window are not copies, and an editor's "not the same story" keeps two copies apart: the parts it
     makes are each searched (:attr:`~nlsim.clusters.copies.Copies.parted`, added to the query rows: in a
     daily run an earlier day's copy, never searched, finds its own neighbours as a batch run's does).
+    Each item's ``text_fields`` are keyed field by field (:meth:`~nlsim.dedup.window.Window.field_texts`).
     Returns the window with them (:func:`copies_said`: what the run says of them)."""
     ids = window.ids
-    texts = window.texts(range(len(ids)), scoring.convert)
+    texts = window.field_texts(range(len(ids)), scoring.convert, text_fields)
     cannot = editors.constraints().restricted_to(ids.tolist()).cannot_link
     found = find_copies(
         ids, texts, window.items["published_at"], window_hours=search.window_hours, cannot=cannot

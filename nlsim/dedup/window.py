@@ -46,6 +46,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -157,6 +158,59 @@ class Window:
             for r, t in zip(todo, convert(shown, conversion), strict=True):
                 self._converted[r] = t
         return [self._converted[r] for r in rows]
+
+    def field_texts(self, rows: Any, conversion: str, text_fields: Sequence[str]) -> list[tuple[str, ...]]:
+        """The texts of ``rows`` field by field (the non-empty ones of ``text_fields``), each read as
+        :meth:`texts` reads a text: what a copy key reads (:func:`nlsim.clusters.copies.copy_key`). An
+        item keeps its title and its text (the fields joined by a space,
+        :meth:`nlsim.io.corpus.Corpus.texts`): the title is cut out of the text, and the text before it
+        and after it are a field each (with three fields, the two beside the title are read as one where
+        they are side by side)."""
+        from nlsim.conversion import convert
+
+        rows = [int(r) for r in rows]
+        raw, titles = self.items["raw_text"].to_numpy(), self.items["title"].to_numpy()
+        parts = [_fields(str(raw[r]), str(titles[r]), tuple(text_fields)) for r in rows]
+        # a text of one field is the text the model reads, converted once (:meth:`texts`)
+        alone = [r for r, fields in zip(rows, parts, strict=True) if len(fields) == 1]
+        whole = dict(zip(alone, self.texts(alone, conversion), strict=True))
+        several = [f for fields in parts if len(fields) > 1 for f in fields]
+        flat = iter(convert([model_text(f) for f in several], conversion))
+        return [
+            (whole[r],) if r in whole else tuple(next(flat) for _ in fields)
+            for r, fields in zip(rows, parts, strict=True)
+        ]
+
+
+def _fields(text: str, title: str, text_fields: tuple[str, ...]) -> tuple[str, ...]:
+    """The non-empty fields of an item's ``text`` (its ``text_fields`` joined by a space) around its
+    ``title``: ``text`` alone where the title is not one of them, is empty, or is not where it goes.
+
+    >>> _fields("Floods - AP Rain fell", "Floods - AP", ("title", "description"))
+    ('Floods - AP', 'Rain fell')
+    >>> _fields("Rain fell Floods", "Floods", ("description", "title"))
+    ('Rain fell', 'Floods')
+    >>> _fields("Floods", "Floods", ("title", "description"))
+    ('Floods',)
+    >>> _fields("A Floods B", "Floods", ("description", "title", "body"))
+    ('A', 'Floods', 'B')
+    """
+    if "title" not in text_fields or len(text_fields) == 1 or not title or text == title:
+        return (text,)
+    at = text_fields.index("title")
+    if at == 0:
+        found = 0 if text.startswith(title + " ") else -1
+    elif at == len(text_fields) - 1:
+        found = len(text) - len(title) if text.endswith(" " + title) else -1
+    else:
+        starts = [0] if text.startswith(title + " ") else []
+        spaced = text.find(f" {title} ")
+        starts += [spaced + 1] if spaced >= 0 else []
+        found = starts[0] if len(starts) == 1 else -1  # the title once, or no telling where
+    if found < 0:
+        return (text,)
+    before, after = text[:found].strip(), text[found + len(title) :].strip()
+    return tuple(p for p in (before, title, after) if p)
 
 
 def corpus_items(corpus: Corpus, rows: np.ndarray | None = None) -> pd.DataFrame:

@@ -565,3 +565,36 @@ def test_a_section_set_between_a_headline_and_its_source_goes_with_the_source():
         assert copy_key(story + credit) == copy_key(story), credit
     assert copy_key(story + " | 產經") != copy_key(story)  # no source after it
     assert copy_key(story + " | 高雄 - 中央社 CNA") != copy_key(story)  # no section
+
+
+def test_each_fields_credit_or_dateline_is_no_part_of_the_copy_of_several_fields():
+    """A title and a description, each read for what a desk sets around it before they are joined: a
+    credit closing the title (``- AP``, ``- Reuters``) or a dateline opening the description
+    (``TAIPEI (CNA) -``) stood mid-text in the joined text, and the copies keyed apart."""
+    rain = "Heavy rain flooded roads across the north on Monday."
+    ap = copy_key(("Floods hit the north - AP", rain))
+    assert ap == copy_key(("Floods hit the north - Reuters", rain))
+    assert ap == copy_key(("Floods hit the north", f"TAIPEI (CNA) - {rain}"))
+    assert ap == copy_key(("【快訊】Floods hit the north", rain)) == copy_key(("Floods hit the north", rain))
+    # the fields' words and numbers are still the copy's: another description or a figure is another text
+    assert ap != copy_key(("Floods hit the north - AP", "Heavy rain flooded roads in the south."))
+    assert copy_key(("Score 3", "2 goals")) != copy_key(("Score 32", "goals"))
+    # one field is read as it always was
+    for text in (
+        "Floods hit the north - AP",
+        "【快訊】新華社北京12月6日電 颱風來了 - 中央社",
+        "- AP",
+        "Rain",
+    ):
+        assert copy_key((text,)) == copy_key(text)
+
+
+def test_copies_of_several_fields_differing_by_a_fields_credit_or_dateline_are_one_group():
+    rain = "Heavy rain flooded roads across the north on Monday."
+    texts = [
+        ("Floods hit the north - AP", rain),
+        ("Floods hit the north - Reuters", rain),
+        ("Floods hit the north", f"TAIPEI (CNA) - {rain}"),
+        ("Floods hit the south", rain),
+    ]
+    assert find_copies(["a", "b", "c", "d"], texts).groups() == [["a", "b", "c"]]

@@ -123,12 +123,13 @@ def test_headlines_whose_figures_differ_only_in_a_decimal_point_are_not_copies(t
     assert list(zip(pairs["id_a"], pairs["id_b"], pairs["exact_copy"], strict=True)) == [("r24", "c24", True)]
 
 
-def _earlier_copy_key(text: str) -> str:
+def _earlier_copy_key(text: str | tuple[str, ...]) -> str:
     """The copy key nlsim had before a mark between two digits and the characters that show nothing
-    counted: NFKC, case folded, without any white space, punctuation or control character."""
+    counted: NFKC, case folded, without any white space, punctuation or control character (of the text its
+    fields make, joined by a space)."""
     import unicodedata
 
-    folded = unicodedata.normalize("NFKC", text).casefold()
+    folded = unicodedata.normalize("NFKC", text if isinstance(text, str) else " ".join(text)).casefold()
     return "".join(ch for ch in folded if unicodedata.category(ch)[0] not in "ZPC")
 
 
@@ -574,3 +575,59 @@ def test_a_copy_holding_control_or_format_characters_is_in_its_originals_cluster
     assert pairs["exact_copy"].all() and (pairs["cosine"] == 1.0).all(), pairs[["id_b", "cosine"]]
     shown = dict(zip(pairs["id_b"], pairs["title_b"], strict=True))
     assert [shown[i] for i in ids[1:-1]] == DAMAGED
+
+
+FLOODS = "Heavy rain flooded roads across the north on Monday, and thousands were told to leave their homes."
+
+
+def _floods() -> pd.DataFrame:
+    """One story's copies with a title and a description: the wire's credit closing the title differs, or
+    a dateline opens the description; and another story."""
+    times = pd.to_datetime(["2024-05-01 08:00", "2024-05-01 09:00", "2024-05-01 10:00", "2024-05-01 11:00"])
+    return pd.DataFrame(
+        {
+            "id": ["ap", "reuters", "cna", "other"],
+            "title": [
+                "Floods hit the north - AP",
+                "Floods hit the north - Reuters",
+                "Floods hit the north",
+                "Central bank holds interest rates",
+            ],
+            "description": [FLOODS, FLOODS, f"TAIPEI (CNA) - {FLOODS}", "The bank kept its main rate at 2%."],
+            "published_at": times.tz_localize("UTC"),
+        }
+    )
+
+
+def test_copies_whose_title_credit_or_description_dateline_differs_are_one_copy_group(tmp_path, fast_encoder):
+    """With ``--text-fields title,description`` (the default), a credit closing a title and a dateline
+    opening a description stood mid-text in the joined text: the three copies of one wire story keyed
+    apart, no exact copy. Each field is read without them: they are exact copies, in one cluster."""
+    _floods().to_parquet(tmp_path / "news.parquet", index=False)
+    cfg = _config(tmp_path / "news.parquet", tmp_path / "out", "paraphrase-MiniLM-L3-v2", 0.95)
+    result = run_dedup(cfg, encoder=fast_encoder)
+    assert result.stats.counts.exact_copies == 2
+    assert sorted(sorted(m) for m in result.clusters["member_ids"]) == [["ap", "cna", "reuters"]]
+    pairs = pd.read_parquet(tmp_path / "out" / "pairs.parquet")
+    assert {(a, b) for a, b, c in pairs[["id_a", "id_b", "exact_copy"]].itertuples(index=False) if c} == {
+        ("ap", "reuters"),
+        ("ap", "cna"),
+    }
+
+
+def test_a_daily_run_keys_a_kept_items_fields_as_a_batch_run_does(tmp_path):
+    """A kept item's fields are read from the state (its title and its text) as today's from the corpus:
+    the copies of a story sent over two days are one copy group, as in a batch run."""
+    news = _floods()
+    for n, day in enumerate((news.iloc[[0, 3]], news.iloc[[1, 2]])):
+        day.to_parquet(tmp_path / f"day{n}.parquet", index=False)
+    news.to_parquet(tmp_path / "all.parquet", index=False)
+    state = tmp_path / "state"
+    for n in range(2):
+        cfg = _config(tmp_path / f"day{n}.parquet", tmp_path / "daily", "hash", 0.99)
+        daily = run_daily(cfg, state, retention_days=None, encoder=HashEncoder())
+    batch = run_dedup(
+        _config(tmp_path / "all.parquet", tmp_path / "batch", "hash", 0.99), encoder=HashEncoder()
+    )
+    assert batch.stats.counts.exact_copies == 2 and daily.stats.counts.exact_copies == 2
+    assert state_assignment(state) == {"ap": "c-ap", "reuters": "c-ap", "cna": "c-ap"}
