@@ -349,7 +349,8 @@ def score_number(value: object) -> float:
 
     A text is read as typed in either width (a Chinese input method in full-width mode types ``０．７５``;
     Unicode NFKC, white space around it dropped); a decimal comma (``0,75``) or a percentage (``75%``) is
-    refused saying how to write it, never guessed (``1,000`` reads two ways).
+    refused saying how to write it, never guessed (``1,000`` reads two ways); so is one with an underscore
+    (``1_0``, which Python's ``float`` would read as 10).
 
     Example:
         >>> score_number("０．７５"), score_number(" 1 "), score_number(0.5)
@@ -365,6 +366,8 @@ def score_number(value: object) -> float:
         except (TypeError, ValueError):
             raise ValueError("is not a number") from None
     text = unicodedata.normalize("NFKC", value).strip()
+    if "_" in text:  # float() takes 1_0 as 10 and 0.5_0 as 0.5: no spreadsheet or editor writes a number so
+        raise ValueError("is not a number as written (an underscore inside it)")
     try:
         return float(text)
     except ValueError:

@@ -312,3 +312,14 @@ def test_a_pair_text_holding_control_characters_is_warned_of_by_row_and_field(
     assert frame["text_a"].tolist()[0] == "Floods\x00 north"
     assert f"{p}: 2 row(s) hold control characters" in caplog.text
     assert "row 1 (text_a), row 2 (text_b)" in caplog.text
+
+
+@pytest.mark.parametrize("cell", ["1_0", "0.5_0", "0_.5", "１_０"])
+def test_a_score_written_with_an_underscore_is_refused_as_not_a_number(tmp_path: Path, cell: str) -> None:
+    """``1_0`` was read as 10 (Python's ``float`` takes underscores between digits) and refused as outside
+    [0, 1]; ``0.5_0`` was taken as 0.5. Neither is a number as a spreadsheet or a newsroom writes one."""
+    path = write(tmp_path, f"p1\ta\tb\t{cell}\ttrain\n")
+    with pytest.raises(InputError) as err:
+        load_pairs(path)
+    assert (err.value.row, err.value.field) == (1, "score")
+    assert "not a number" in err.value.reason and "outside" not in err.value.reason
