@@ -42,6 +42,7 @@ from nlsim.io.cells import (
     invisible_only,
     misread_reason,
     misread_utf8,
+    missing_marker,
     placeholder,
     score_number,
     text_control,
@@ -163,11 +164,15 @@ def validate_pairs(
             raise InputError(source, n, "score", "missing score")
         if isinstance(raw, (bool, np.bool_)):
             raise InputError(source, n, "score", f"score {raw!r} is a yes/no value, not a number in [0, 1]")
+        if isinstance(raw, str) and missing_marker(raw) is not None:  # nan, NULL: an export's empty cell
+            raise InputError(source, n, "score", f"missing score (the cell holds {raw.strip()!r})")
         try:
             score = score_number(raw)
         except ValueError as exc:
             raise InputError(source, n, "score", f"score {raw!r} {exc}") from None
-        if math.isnan(score) or not 0.0 <= score <= 1.0:
+        if math.isnan(score):  # -nan, or a number type's NaN
+            raise InputError(source, n, "score", f"missing score (the cell holds {raw!r})")
+        if not 0.0 <= score <= 1.0:
             raise InputError(source, n, "score", f"score {raw} is outside [0, 1]")
         scores.append(score)
         split = rec["split"]

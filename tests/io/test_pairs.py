@@ -323,3 +323,15 @@ def test_a_score_written_with_an_underscore_is_refused_as_not_a_number(tmp_path:
         load_pairs(path)
     assert (err.value.row, err.value.field) == (1, "score")
     assert "not a number" in err.value.reason and "outside" not in err.value.reason
+
+
+@pytest.mark.parametrize("cell", ["nan", "NaN", "NULL", "None", "-nan", "n/a"])
+def test_a_score_marked_missing_is_refused_as_a_missing_score(tmp_path: Path, cell: str) -> None:
+    """``nan`` (a script's missing value written out) was refused as "score nan is outside [0, 1]", and
+    ``NULL`` as not a number: each is a score missing, as a blank cell is said to be."""
+    path = write(tmp_path, f"p1\ta\tb\t0.5\ttrain\np2\tc\td\t{cell}\ttrain\n")
+    with pytest.raises(InputError) as err:
+        load_pairs(path)
+    assert (err.value.row, err.value.field) == (2, "score")
+    assert err.value.reason.startswith("missing score") and "outside" not in err.value.reason
+    assert str(err.value).startswith(f"{path}: row 2, field 'score'")
