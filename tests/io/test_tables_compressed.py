@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import json
 import lzma
 import re
 from collections.abc import Callable
@@ -128,3 +129,23 @@ def test_a_compressed_parquet_file_under_a_text_name_says_to_decompress_it(
         read_table(path)
     said = str(err.value)
     assert "holds a Parquet file" in said and "decompress it" in said and "news.parquet" in said, said
+
+
+@pytest.mark.parametrize("packed", ["", ".gz"])
+def test_a_json_array_corpus_is_estimated_by_its_elements_not_its_lines(tmp_path: Path, packed: str) -> None:
+    """A ``.json`` corpus of one JSON array on one line was estimated as 1 item (its lines counted), and
+    one written with ``indent=2`` as many times its items: the chain's time estimate was wrong either way.
+    Its elements are counted, whatever their strings hold (brackets, commas, quotes, line breaks)."""
+    items = [
+        {"id": "n1", "title": 'Floods, again [live] {update} "quoted" \\ done', "tags": ["a", "b"]},
+        {"id": "n2", "title": "Storm,\nwarning", "meta": {"x": [1, {"y": 2}]}},
+        {"id": "n3", "title": "}],[{"},
+    ]
+    pack = PACKERS[packed] if packed else (lambda data: data)
+    one_line = tmp_path / f"items.json{packed}"
+    one_line.write_bytes(pack(("\ufeff" + json.dumps(items, ensure_ascii=False)).encode()))
+    indented = tmp_path / f"indented.json{packed}"
+    indented.write_bytes(pack(json.dumps(items, indent=2).encode()))
+    empty = tmp_path / f"empty.json{packed}"
+    empty.write_bytes(pack(b" [ ]\n"))
+    assert [estimated_rows(p) for p in (one_line, indented, empty)] == [3, 3, 0]
