@@ -159,22 +159,7 @@ def validate_pairs(
             fault = _text_fault(rec[field], misread == "refuse")
             if fault is not None:
                 raise InputError(source, n, field, fault)
-        raw = rec["score"]
-        if _is_missing(raw):
-            raise InputError(source, n, "score", "missing score")
-        if isinstance(raw, (bool, np.bool_)):
-            raise InputError(source, n, "score", f"score {raw!r} is a yes/no value, not a number in [0, 1]")
-        if isinstance(raw, str) and missing_marker(raw) is not None:  # nan, NULL: an export's empty cell
-            raise InputError(source, n, "score", f"missing score (the cell holds {raw.strip()!r})")
-        try:
-            score = score_number(raw)
-        except ValueError as exc:
-            raise InputError(source, n, "score", f"score {raw!r} {exc}") from None
-        if math.isnan(score):  # -nan, or a number type's NaN
-            raise InputError(source, n, "score", f"missing score (the cell holds {raw!r})")
-        if not 0.0 <= score <= 1.0:
-            raise InputError(source, n, "score", f"score {raw} is outside [0, 1]")
-        scores.append(score)
+        scores.append(_score(rec["score"], source, n))
         split = rec["split"]
         if not _is_missing(split) and str(split).strip() not in SPLITS:
             raise InputError(source, n, "split", f"unknown split {split!r} (use {', '.join(SPLITS)})")
@@ -186,6 +171,26 @@ def validate_pairs(
     check_split_leaks(frame, source, repeated_scores=repeated_scores)
     other = [c for c in frame.columns if c not in COLUMNS]
     return frame[list(COLUMNS) + other]
+
+
+def _score(raw: object, source: str | Path, n: int) -> float:
+    """The score of row ``n``'s cell ``raw``, or an :class:`InputError` naming the file, row and field: a
+    blank cell or an export's marker of none (``nan``, ``NULL``) is a missing score."""
+    if _is_missing(raw):
+        raise InputError(source, n, "score", "missing score")
+    if isinstance(raw, (bool, np.bool_)):
+        raise InputError(source, n, "score", f"score {raw!r} is a yes/no value, not a number in [0, 1]")
+    if isinstance(raw, str) and missing_marker(raw) is not None:  # nan, NULL: an export's empty cell
+        raise InputError(source, n, "score", f"missing score (the cell holds {raw.strip()!r})")
+    try:
+        score = score_number(raw)
+    except ValueError as exc:
+        raise InputError(source, n, "score", f"score {raw!r} {exc}") from None
+    if math.isnan(score):  # -nan, or a number type's NaN
+        raise InputError(source, n, "score", f"missing score (the cell holds {raw!r})")
+    if not 0.0 <= score <= 1.0:
+        raise InputError(source, n, "score", f"score {raw} is outside [0, 1]")
+    return score
 
 
 def item_id(value: object) -> str:
