@@ -47,6 +47,7 @@ from nlsim.io.cells import (
     score_number,
     text_control,
 )
+from nlsim.io.corpus_schema import spelt_otherwise
 from nlsim.io.tables import read_table, text_columns
 from nlsim.progress import warn
 
@@ -66,6 +67,8 @@ TEXT_COLUMNS = (
     "notes",
 )
 """The columns of a pair file that hold text: read as UTF-8 where a Parquet file stores them as bytes."""
+READ_COLUMNS = (*COLUMNS, "id_a", "id_b")
+"""The columns of a pair file that are read: one of them spelt otherwise (``Score``, ``Split``) is refused."""
 
 
 def read_pair_table(path: str | Path) -> pd.DataFrame:
@@ -326,7 +329,9 @@ def load_pairs(
 ) -> pd.DataFrame:
     """Load and validate a pair file (one pair twice in a split with two scores refused too); ``split``
     keeps only that split (error if it has no rows). An unknown ``split`` is the asker's mistake (a
-    command's ``--split``), refused before the file is read, not blamed on the file.
+    command's ``--split``), refused before the file is read, not blamed on the file. A column of
+    :data:`READ_COLUMNS` spelt otherwise (``Score``, ``split `` with a space, ``pairId``) is refused naming it
+    (:func:`~nlsim.io.corpus_schema.spelt_otherwise`), never read as an extra column.
 
     ``repeats="once"``: a row repeating an earlier row's pair (its score and split too) is left out, with a
     warning naming the rows (:func:`count_once`), as training, evaluation and calibration read a pair file:
@@ -334,7 +339,11 @@ def load_pairs(
     holds it (a merge writes the file back; the verdict store is checked against its rows)."""
     if split is not None and split not in SPLITS:
         raise ConfigError(f"--split {split!r}: unknown split (a pair file's splits are {', '.join(SPLITS)})")
-    frame = validate_pairs(read_pair_table(path), path, repeated_scores="refuse", misread="refuse")
+    table = read_pair_table(path)
+    spelt = spelt_otherwise(path, list(table.columns), READ_COLUMNS)
+    if spelt is not None:  # Score: "missing column"; Split, pairId: kept aside, the file read without them
+        raise spelt
+    frame = validate_pairs(table, path, repeated_scores="refuse", misread="refuse")
     check_pinned(path)
     warn_damaged(frame, path)
     if split is not None:

@@ -335,3 +335,26 @@ def test_a_score_marked_missing_is_refused_as_a_missing_score(tmp_path: Path, ce
     assert (err.value.row, err.value.field) == (2, "score")
     assert err.value.reason.startswith("missing score") and "outside" not in err.value.reason
     assert str(err.value).startswith(f"{path}: row 2, field 'score'")
+
+
+@pytest.mark.parametrize(
+    ("header", "named"),
+    [
+        (HEADER.replace("score", "Score"), "Score"),
+        (HEADER.replace("score", "score "), "score "),
+        (HEADER.replace("score", "\u200bscore"), "\u200bscore"),
+        (HEADER.replace("split", "Split"), "Split"),
+        (HEADER.replace("pair_id", "pairId"), "pairId"),
+    ],
+)
+def test_a_pair_file_column_spelt_otherwise_is_refused_by_its_name(
+    tmp_path: Path, header: str, named: str
+) -> None:
+    """``Score`` was refused as "missing column(s) score", not naming the column the file has; ``Split``
+    and ``pairId`` were kept as extra columns and the file loaded with no split and made-up pair ids."""
+    path = tmp_path / "pairs.tsv"
+    path.write_text(header + "p1\ta\tb\t0.5\ttrain\n", encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        load_pairs(path)
+    assert err.value.field == named
+    assert "spelt otherwise" in err.value.reason
