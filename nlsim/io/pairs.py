@@ -143,6 +143,8 @@ def validate_pairs(
     for i, row in enumerate(frame.itertuples(index=False)):
         n = i + 1
         rec = row._asdict()
+        if all(str(rec[c]).strip() == c for c in REQUIRED):  # cat a.tsv b.tsv: b's header is a row of a's
+            raise InputError(source, n, "score", "the header again (two files joined?): remove this row")
         pid = rec["pair_id"]
         if _is_missing(pid):
             raise InputError(source, n, "pair_id", "missing pair id")

@@ -358,3 +358,17 @@ def test_a_pair_file_column_spelt_otherwise_is_refused_by_its_name(
         load_pairs(path)
     assert err.value.field == named
     assert "spelt otherwise" in err.value.reason
+
+
+@pytest.mark.parametrize("name", ["pairs.tsv", "pairs.csv"])
+def test_a_header_repeated_inside_a_pair_file_is_refused_as_such(tmp_path: Path, name: str) -> None:
+    """Two pair files joined (``cat a.tsv b.tsv``) put the header in the middle: it was refused as
+    "score 'score' is not a number", which sends an editor looking for a score."""
+    sep = "\t" if name.endswith(".tsv") else ","
+    lines = [HEADER.rstrip("\n"), "p1\ta\tb\t0.5\ttrain", HEADER.rstrip("\n"), "p2\tc\td\t1\ttrain"]
+    path = tmp_path / name
+    path.write_text("\n".join(line.replace("\t", sep) for line in lines) + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        load_pairs(path)
+    assert err.value.row == 2
+    assert "header" in err.value.reason and "not a number" not in err.value.reason
