@@ -333,7 +333,8 @@ def load_pairs(
     keeps only that split (error if it has no rows). An unknown ``split`` is the asker's mistake (a
     command's ``--split``), refused before the file is read, not blamed on the file. A column of
     :data:`READ_COLUMNS` spelt otherwise (``Score``, ``split `` with a space, ``pairId``) is refused naming it
-    (:func:`~nlsim.io.corpus_schema.spelt_otherwise`), never read as an extra column.
+    (:func:`~nlsim.io.corpus_schema.spelt_otherwise`), never read as an extra column; so is a file with
+    one of ``id_a`` and ``id_b`` and not the other.
 
     ``repeats="once"``: a row repeating an earlier row's pair (its score and split too) is left out, with a
     warning naming the rows (:func:`count_once`), as training, evaluation and calibration read a pair file:
@@ -345,6 +346,9 @@ def load_pairs(
     spelt = spelt_otherwise(path, list(table.columns), READ_COLUMNS)
     if spelt is not None:  # Score: "missing column"; Split, pairId: kept aside, the file read without them
         raise spelt
+    for col, other in (("id_a", "id_b"), ("id_b", "id_a")):  # one without the other names no pair
+        if other in table.columns and col not in table.columns:
+            raise InputError(path, None, col, f"missing column (the file has {other}: a pair's ids are both)")
     frame = validate_pairs(table, path, repeated_scores="refuse", misread="refuse")
     check_pinned(path)
     warn_damaged(frame, path)

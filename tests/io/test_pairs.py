@@ -372,3 +372,16 @@ def test_a_header_repeated_inside_a_pair_file_is_refused_as_such(tmp_path: Path,
         load_pairs(path)
     assert err.value.row == 2
     assert "header" in err.value.reason and "not a number" not in err.value.reason
+
+
+@pytest.mark.parametrize(("has", "lacks"), [("id_a", "id_b"), ("id_b", "id_a")])
+def test_a_pair_file_with_one_id_column_of_the_two_is_refused(tmp_path: Path, has: str, lacks: str) -> None:
+    """A pair file with ``id_a`` and no ``id_b`` loaded, and the editors' loop took it as a file without
+    ids: none of its pairs counted as scored or held out."""
+    path = tmp_path / "pairs.tsv"
+    path.write_text(
+        f"pair_id\t{has}\ttext_a\ttext_b\tscore\tsplit\np1\tn1\ta\tb\t0.5\ttrain\n", encoding="utf-8"
+    )
+    with pytest.raises(InputError) as err:
+        load_pairs(path)
+    assert err.value.field == lacks and "missing column" in err.value.reason
