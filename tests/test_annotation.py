@@ -178,6 +178,8 @@ def _filled(tmp_path: Path, scores: list[str], **extra: list[str]) -> Path:
         (["0.5", "0.6"], {}, 3, "score", "not one of the rubric's levels"),
         (["0.5", "yes"], {}, 3, "score", "not a number"),
         (["0.5", ""], {}, 3, "score", "not scored"),
+        (["0.5", "nan"], {}, 3, "score", "not scored"),  # was "not one of the rubric's levels"
+        (["NULL", "0.5"], {}, 2, "score", "not scored"),  # was "not a number"
         (["2"], {}, 2, "score", "not one of the rubric's levels"),
         (["0.5", "1"], {"text_b": ["乙", ""]}, 3, "text_b", "empty text"),
         (["0.5", "1"], {"pair_id": ["e0", "e0"]}, 3, "pair_id", "duplicate pair id"),

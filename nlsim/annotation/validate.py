@@ -36,7 +36,7 @@ from nlsim.clusters.verdicts import (
 from nlsim.conversion import DEFAULT_MODE, convert
 from nlsim.errors import InputError, InputErrors
 from nlsim.io import editor_file
-from nlsim.io.cells import describe, first_control, one_line, score_number
+from nlsim.io.cells import describe, first_control, missing_marker, one_line, score_number
 from nlsim.io.corpus import load_items
 from nlsim.io.corpus_schema import spelt_otherwise
 from nlsim.io.pairs import (
@@ -334,6 +334,8 @@ def _levels(
     levels: list[float] = []
     for i, v in enumerate(scores):
         try:
+            if isinstance(v, str) and missing_marker(v) is not None:  # nan, NULL: an export's empty cell
+                raise ValueError("marks a missing value: not scored (score it, or leave it blank)")
             level = _level(score_number(v))
             why = "is not one of the rubric's levels 0, 0.25, 0.5, 0.75, 1"
         except ValueError as exc:
