@@ -1160,3 +1160,23 @@ def test_an_editors_file_holding_replacement_characters_is_warned_of_by_sheet_ro
     assert len(kept) == 2
     assert f"{tmp_path / 'filled.csv'}: 1 row(s) hold U+FFFD" in caplog.text
     assert "sheet row 3 (text_b)" in caplog.text
+
+
+def test_a_merge_into_a_pair_file_with_a_column_spelt_otherwise_is_refused_before_writing(
+    tmp_path: Path,
+) -> None:
+    """A pair file whose ``split`` column was named ``Split`` was merged into: the new rows went into a new
+    ``split`` column beside it, the old rows' splits left unread. It is refused naming the column, the
+    file unchanged."""
+    target = tmp_path / "pairs.tsv"
+    target.write_text(
+        "pair_id\tSplit\tid_a\tid_b\ttext_a\ttext_b\tscore\np1\ttrain\tn1\tn2\ta\tb\t0.5\n", encoding="utf-8"
+    )
+    before = target.read_bytes()
+    filled = tmp_path / "filled.csv"
+    filled.write_text("id_a,id_b,text_a,text_b,score\nn3,n4,c,d,1\n", encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        merge_annotations(filled, target, split="train", log=lambda _: None)
+    assert err.value.field == "Split" and "spelt otherwise" in err.value.reason
+    assert "read back" not in str(err.value)
+    assert target.read_bytes() == before

@@ -68,6 +68,7 @@ from nlsim.io.cells import one_line
 from nlsim.io.lock import LockedError
 from nlsim.io.pairs import (
     SPLITS,
+    check_pair_columns,
     item_id,
     read_pair_table,
     validate_pairs,
@@ -180,6 +181,15 @@ def _notes_for(fmt: str, new: pd.DataFrame, log: Callable[[str], None]) -> pd.Da
     return new
 
 
+def _read_target(target: Path) -> pd.DataFrame:
+    """The pair file merged into (:func:`~nlsim.io.pairs.read_pair_table`), refused where a column is spelt
+    otherwise or has one id column without the other (:func:`~nlsim.io.pairs.check_pair_columns`): the
+    merged rows would go into a new column beside it (``split`` beside ``Split``)."""
+    original = read_pair_table(target)
+    check_pair_columns(original, target)
+    return original
+
+
 def merge_annotations(
     filled: str | Path,
     pairs_file: str | Path,
@@ -226,7 +236,7 @@ def merge_annotations(
     fmt = table_format(target, ("parquet", "csv", "tsv"))
     with merge_lock(target):
         data = target.read_bytes() if fmt != "parquet" and target.is_file() else b""
-        original = read_pair_table(target)  # existing rows are written back exactly as read
+        original = _read_target(target)  # existing rows are written back exactly as read
         _refuse_editors_file(pairs_file, original)
         existing = validate_pairs(original, target, repeated_scores="refuse", misread="refuse")
         intent |= _kept_marks(new, existing, decided, path, intent)

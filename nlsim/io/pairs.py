@@ -343,12 +343,7 @@ def load_pairs(
     if split is not None and split not in SPLITS:
         raise ConfigError(f"--split {split!r}: unknown split (a pair file's splits are {', '.join(SPLITS)})")
     table = read_pair_table(path)
-    spelt = spelt_otherwise(path, list(table.columns), READ_COLUMNS)
-    if spelt is not None:  # Score: "missing column"; Split, pairId: kept aside, the file read without them
-        raise spelt
-    for col, other in (("id_a", "id_b"), ("id_b", "id_a")):  # one without the other names no pair
-        if other in table.columns and col not in table.columns:
-            raise InputError(path, None, col, f"missing column (the file has {other}: a pair's ids are both)")
+    check_pair_columns(table, path)
     frame = validate_pairs(table, path, repeated_scores="refuse", misread="refuse")
     check_pinned(path)
     warn_damaged(frame, path)
@@ -361,6 +356,18 @@ def load_pairs(
     if repeats == "once":
         frame = count_once(frame, path)
     return frame.reset_index(drop=True)
+
+
+def check_pair_columns(table: pd.DataFrame, path: str | Path) -> None:
+    """Refuse a pair file whose column of :data:`READ_COLUMNS` is spelt otherwise (``Score``, ``split `` with
+    a space, ``pairId``; :func:`~nlsim.io.corpus_schema.spelt_otherwise`), or that has one of ``id_a`` and
+    ``id_b`` and not the other, by file and field: either would be read as a file without that column."""
+    spelt = spelt_otherwise(path, list(table.columns), READ_COLUMNS)
+    if spelt is not None:  # Score: "missing column"; Split, pairId: kept aside, the file read without them
+        raise spelt
+    for col, other in (("id_a", "id_b"), ("id_b", "id_a")):  # one without the other names no pair
+        if other in table.columns and col not in table.columns:
+            raise InputError(path, None, col, f"missing column (the file has {other}: a pair's ids are both)")
 
 
 REPLACEMENT = "\ufffd"
