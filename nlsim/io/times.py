@@ -163,6 +163,9 @@ write it) or a day of the week in English (``2024-05-01 Wed``): the day of the w
 
 YEAR_FIRST_DATE = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})")
 """A date written year first in digits (``2024/05/01``, ``2024-5-1``), its year, month and day."""
+DATE_ALONE = re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?!\d)")
+"""A date written year first in digits (:data:`YEAR_FIRST_DATE`) that no digit follows: ``2024-05-01``, not
+the ``2024-05-01`` of ``2024-05-011``."""
 LAST_WEEKDAY = re.compile(f"(?:{CJK_WEEKDAY.pattern})$")
 """A day of the week (:data:`CJK_WEEKDAY`) that ends a time, after its time of day (``2024年5月1日 08時30分
 (水)``, ``2024/05/01 08:30 (Wed)``)."""
@@ -187,10 +190,45 @@ def _weekday_after_date(text: str) -> tuple[str, re.Match[str] | None]:
     return moved, CJK_DATE.match(moved) or YEAR_FIRST_DATE.match(moved)
 
 
+LEADING_WEEKDAY = re.compile(rf"(?:{CJK_WEEKDAY.pattern})[,、]?\s*(?=\d{{4}})")
+"""A day of the week (:data:`CJK_WEEKDAY`) that begins a time, before its date (``Wednesday, 2024-05-01
+08:00``, ``Wed 2024/05/01``, ``星期三 2024年5月1日``, ``(三) 2024/05/01``), and the comma after it."""
+
+
+def _weekday_before_date(text: str) -> tuple[str, re.Match[str] | None]:
+    """``text``, a time written year first, with the day of the week that begins it before its date
+    (:data:`LEADING_WEEKDAY`) written after its date instead, where it is read, and the date's match;
+    ``text`` and ``None`` when no day of the week precedes a date written year first.
+
+    >>> _weekday_before_date("Wednesday, 2024-05-01 08:00")[0], _weekday_before_date("(三) 2024/05/01")[0]
+    ('2024-05-01 Wednesday 08:00', '2024/05/01 (三)')
+    >>> _weekday_before_date("Wed, 01 May 2024 08:00:00 GMT")
+    ('Wed, 01 May 2024 08:00:00 GMT', None)
+    """
+    week = LEADING_WEEKDAY.match(text)
+    dated = None if week is None else CJK_DATE.match(text, week.end()) or DATE_ALONE.match(text, week.end())
+    if week is None or dated is None:
+        return text, None
+    day = week.group().strip().rstrip(",、").rstrip()
+    moved = f"{dated.group().rstrip()} {day} {text[dated.end() :].strip()}".rstrip()
+    return moved, CJK_DATE.match(moved) or YEAR_FIRST_DATE.match(moved)
+
+
+def _year_first(text: str) -> bool:
+    """Whether ``text`` is a time written year first, after a day of the week or not (``2024-05-01 08:00``,
+    ``Wed 2024-05-01 08:00``: :data:`LEADING_WEEKDAY`).
+
+    >>> _year_first("Wed 2024-05-01 08:00"), _year_first("Wed, 01 May 2024 08:00:00 +0800")
+    (True, False)
+    """
+    return YEAR_FIRST.match(_weekday_before_date(text)[0]) is not None
+
+
 def _without_weekday(text: str) -> tuple[str, str | None]:
     """``text``, a time written year first, without the day of the week after its date (``2024年5月1日(水)
-    08:30``, ``2024/05/01(水) 08:30``: :func:`_cjk_weekday`) or after its time of day (``2024/05/01 08:30
-    (Wed)``: :func:`_weekday_after_date`), or the reason it is refused.
+    08:30``, ``2024/05/01(水) 08:30``: :func:`_cjk_weekday`), after its time of day (``2024/05/01 08:30
+    (Wed)``: :func:`_weekday_after_date`) or before its date (``Wed, 2024-05-01 08:30``:
+    :func:`_weekday_before_date`), or the reason it is refused.
 
     >>> _without_weekday("2024/05/01(水) 08:30"), _without_weekday("2024年5月1日星期三")
     (('2024/05/01 08:30', None), ('2024年5月1日', None))
@@ -198,7 +236,12 @@ def _without_weekday(text: str) -> tuple[str, str | None]:
     (('2024/05/01 (08:30)', None), ('2024/05/01 08:30', None))
     """
     written = text
-    text, dated = _weekday_after_date(text)
+    text, dated = _weekday_before_date(text)
+    after = LEADING_WEEKDAY.sub("", written, count=1)
+    if dated is not None and _without_weekday(after) != (after, None):  # Wed 2024-05-01 08:00 (Wed)
+        return written, f"time {written!r:.40} says its day of the week twice, before and after: {WRITE_ISO}"
+    if dated is None:
+        text, dated = _weekday_after_date(text)
     dated = dated or CJK_DATE.match(text) or WEEKDAY_DATE.match(text)
     if dated is None:
         return text, None
@@ -727,7 +770,7 @@ def _rfc_uncommented(text: str) -> str:
     comment = RFC_COMMENT.search(text)
     if comment is None or not RFC_ZONE_END.search(text[: comment.start()]):
         return text
-    if YEAR_FIRST.match(text) and LAST_WEEKDAY.fullmatch(comment.group()):  # (Wed): read and checked
+    if _year_first(text) and LAST_WEEKDAY.fullmatch(comment.group()):  # (Wed): read and checked
         return text
     return text[: comment.start()]
 
@@ -745,7 +788,7 @@ def _without_zone_comment(text: str) -> str:
     """
     text = _rfc_uncommented(text)
     name = NAME_AFTER_OFFSET.search(text)
-    if name is None or (YEAR_FIRST.match(text) and LAST_WEEKDAY.fullmatch(text[name.end(1) :])):
+    if name is None or (_year_first(text) and LAST_WEEKDAY.fullmatch(text[name.end(1) :])):
         return text
     return text[: name.end(1)]
 

@@ -2318,3 +2318,51 @@ def test_an_id_first_written_with_white_space_around_it_is_named_as_written_ther
         load_corpus(path)
     both = f"(first seen at row 1, written {repr(space + '1')} there; written {repr('1' + space)} here: white"
     assert both in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("written", "utc"),
+    [
+        ("Wednesday, 2024-05-01 08:00", "2024-05-01T00:00:00Z"),
+        ("Wed 2024/05/01 08:00", "2024-05-01T00:00:00Z"),
+        ("Wed., 2024-05-01T08:00:00+09:00", "2024-04-30T23:00:00Z"),
+        ("星期三 2024年5月1日 08:30", "2024-05-01T00:30:00Z"),
+        ("周三，2024年5月1日 8時30分", "2024-05-01T00:30:00Z"),
+        ("(三) 2024/05/01", "2024-04-30T16:00:00Z"),  # a date alone: the day's first instant
+        ("(水) 2024/05/01 下午 03:20:00", "2024-05-01T07:20:00Z"),
+        ("Wed 2024-05-01 3:20 PM", "2024-05-01T07:20:00Z"),
+    ],
+)
+def test_a_day_of_the_week_before_a_year_first_date_is_read(tmp_path, written, utc):
+    """A day of the week written before a year-first date (``Wednesday, 2024-05-01 08:00``, ``星期三
+    2024年5月1日 08:30``) was refused as neither year first nor RFC 2822, where after the date or the time
+    of day it is read. It is read as there, checked against the date."""
+    assert read_time_cell(tmp_path, written) == [pd.Timestamp(utc)]
+
+
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [
+        ("Thursday, 2024-05-01 08:00", "'Thursday'"),
+        ("Thu 2024/05/01 08:00", "'Thu'"),
+        ("星期四 2024年5月1日 08:30", "'星期四'"),
+        ("(四) 2024/05/01", "'(四)'"),
+    ],
+)
+def test_another_day_of_the_week_before_a_year_first_date_is_refused(tmp_path, written, said):
+    """The 1st of May 2024 is a Wednesday: a Thursday before it is refused by file, row and field, naming
+    the time as written, the day it says and the day the date falls on."""
+    message = refused_time_cell(tmp_path, written)
+    assert f"c.csv: row 1, field 'published_at': time {written!r} says {said}" in message, message
+    assert "a Wednesday" in message, message
+
+
+@pytest.mark.parametrize(
+    "written",
+    ["Wed 2024-05-01 08:00 (Wed)", "Wed 2024-05-01 (Thu) 08:00", "Wed 2024-05-01 08:00 +0800 (Thu)"],
+)
+def test_a_day_of_the_week_before_and_after_a_year_first_date_is_refused(tmp_path, written):
+    """A day of the week before the date and another after the date, the time of day or the offset is
+    refused as saying it twice: one after an offset is never dropped unread as a comment is."""
+    message = refused_time_cell(tmp_path, written)
+    assert f"time {written!r} says its day of the week twice" in message, message
