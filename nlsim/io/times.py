@@ -86,16 +86,50 @@ def _cjk_clock(rest: str) -> str:
     return CJK_TIME.sub(lambda m: ":".join(g for g in (m[1], m[2] or "00", m[3]) if g is not None), rest)
 
 
+DATE_COMMA = re.compile(r"(\d{4}[-/.]\d{1,2}[-/.]\d{1,2})\s*,\s*(?=\d{1,2}:\d{2})")
+"""A year-first date, then a comma and a time of day in hours and minutes (``2024-05-01,08:00``, as some
+exports join a date and its time): read as after a space."""
+
+
 def _cjk_as_ascii(text: str, cjk: re.Match[str] | None) -> str:
     """``text``, with its date written 2024年5月1日 that ``cjk`` matched written ``2024-5-1`` and its time of
-    day with colons (:func:`_cjk_clock`); ``text`` when ``cjk`` is ``None``.
+    day with colons (:func:`_cjk_clock`), and a comma between its date and a time of day in hours and
+    minutes as a space (:data:`DATE_COMMA`); ``text`` when neither is written.
 
     >>> _cjk_as_ascii("2024年5月1日 08時30分", CJK_DATE.match("2024年5月1日 08時30分"))
     '2024-5-1 08:30'
+    >>> _cjk_as_ascii("2024年5月1日,08:00", CJK_DATE.match("2024年5月1日,08:00"))
+    '2024-5-1 08:00'
+    >>> _cjk_as_ascii("2024-05-01,08:00", None), _cjk_as_ascii("2024-05-01,8", None)
+    ('2024-05-01 08:00', '2024-05-01,8')
     """
-    if cjk is None:
-        return text
-    return "-".join(cjk.groups()) + (" " + _cjk_clock(text[cjk.end() :])).rstrip()
+    if cjk is not None:
+        text = "-".join(cjk.groups()) + (" " + _cjk_clock(text[cjk.end() :])).rstrip()
+    return DATE_COMMA.sub(r"\1 ", text, count=1) if DATE_COMMA.match(text) else text
+
+
+DATE_THEN_COMMA = re.compile(r"\d{4}([-/.]\d{1,2}[-/.]\d{1,2}|\d{4})\s*,")
+"""A year-first date followed by a comma (``2024-05-01,8``, ``20240501,08:00``)."""
+
+
+def _more_than_a_time_reason(text: str, ymd: str) -> str:
+    """Why the year-first time ``ymd`` (``text`` as written), which holds more than a date, a time of day and
+    one offset (:data:`YEAR_FIRST_TIME`), is refused: a comma after its date and then no time of day in
+    hours and minutes (``2024-05-01,8``: a second field? ``20240501,08``: a decimal comma?), or more.
+
+    >>> _more_than_a_time_reason("2024-05-01,8", "2024-05-01,8").split(", read")[0]
+    "time '2024-05-01,8' has a comma after its date"
+    """
+    if DATE_THEN_COMMA.match(ymd):
+        return (
+            f"time {text!r:.40} has a comma after its date, read only between a date written with its "
+            "dashes or slashes and a time of day in hours and minutes (2024-05-01,08:00); anything else "
+            f"would be guessed (a second field? a decimal comma?): {WRITE_ISO}"
+        )
+    return (
+        f"time {text!r:.40} holds more than a date, a time of day and one offset (a second time or offset, "
+        f"an offset without its sign?), which would be guessed: {WRITE_ISO}"
+    )
 
 
 EN_DAY_END = (
@@ -837,10 +871,7 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
                 f"minutes, each with its mark (08時30分, 8时30分15秒), or in hours alone (08時): {WRITE_ISO}"
             )
         if not YEAR_FIRST_TIME.fullmatch(ymd):
-            return None, (
-                f"time {text!r:.40} holds more than a date, a time of day and one offset (a second time or "
-                f"offset, an offset without its sign?), which would be guessed: {WRITE_ISO}"
-            )
+            return None, _more_than_a_time_reason(text, ymd)
         reason = _offset_reason(text, ymd) or _end_of_day_reason(text, ymd)
         return (None, reason) if reason else (pd.Timestamp(_parser_text(ymd)), None)
     posix = UTC_AND_OFFSET.search(text)

@@ -2366,3 +2366,32 @@ def test_a_day_of_the_week_before_and_after_a_year_first_date_is_refused(tmp_pat
     refused as saying it twice: one after an offset is never dropped unread as a comment is."""
     message = refused_time_cell(tmp_path, written)
     assert f"time {written!r} says its day of the week twice" in message, message
+
+
+@pytest.mark.parametrize(
+    ("written", "utc"),
+    [
+        ("2024-05-01,08:00", "2024-05-01T00:00:00Z"),  # as some exports join a date and its time
+        ("2024/5/1,08:00:00+09:00", "2024-04-30T23:00:00Z"),
+        ("2024-05-01,8:05 UTC", "2024-05-01T08:05:00Z"),
+        ("2024年5月1日,08:00", "2024-05-01T00:00:00Z"),
+        ("2024年5月1日, 08時30分", "2024-05-01T00:30:00Z"),  # as 2024-05-01, 08:00 is read
+        ("2024-05-01, 08:00", "2024-05-01T00:00:00Z"),
+    ],
+)
+def test_a_comma_between_a_year_first_date_and_its_time_is_read(tmp_path, written, utc):
+    """A comma and no space between a year-first date and its time of day (``2024-05-01,08:00``) was refused
+    as holding more than a date, a time of day and one offset, and so was a comma after a date written
+    2024年5月1日, where ``2024-05-01, 08:00`` is read. A time of day in hours and minutes after it is read as
+    after a space."""
+    assert read_time_cell(tmp_path, written) == [pd.Timestamp(utc)]
+
+
+@pytest.mark.parametrize("written", ["2024-05-01,8", "2024-05-01,0800", "20240501,08:00", "2024-05-01,08"])
+def test_a_comma_after_a_year_first_date_before_no_clock_time_is_refused_saying_so(tmp_path, written):
+    """After a date and a comma, a number that is no time of day in hours and minutes (``2024-05-01,8``: a
+    second field? ``20240501,08``: a number with a decimal comma?) is refused naming the comma, not as
+    holding 'a second time or offset'."""
+    message = refused_time_cell(tmp_path, written)
+    assert f"c.csv: row 1, field 'published_at': time {written!r} has a comma after its date" in message
+    assert "2024-05-01T08:00:00+08:00" in message, message
