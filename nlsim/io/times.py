@@ -54,8 +54,8 @@ NO_TIME = frozenset({"nat", "nan", "none", "null"})
 """What a table writer puts for a missing time (``df.astype(str)``, JSON ``null`` as text)."""
 TWELVE_HOUR = re.compile(r"(?<![A-Za-z])([AaPp]\.?[Mm]\.?)(?![A-Za-z])|上午|下午|午前|午後|오전|오후")
 """The marks of a 12-hour clock (``PM``, ``p.m.``, ``下午``): a zone name to the zone check, a word the date
-parser does not know. One written in Chinese, Japanese or Korean before the hour after a year-first date
-is read (:func:`_cjk_twelve_hour`)."""
+parser does not know. One written in Chinese, Japanese or Korean before the hour (or after the time) after a
+year-first date is read (:func:`_cjk_twelve_hour`)."""
 UTC_AND_OFFSET = re.compile(r"(UTC|GMT|UT|Z)\s*[+-]\s*\d[\d:]*", re.IGNORECASE)
 """A name of UTC followed by an offset (``GMT+8``, ``UTC-3``, ``Z+08:00``): read two ways, POSIX's (``GMT+8``
 is 8 hours behind UTC, how the date parser reads it) and the way people write it (8 hours ahead)."""
@@ -327,25 +327,60 @@ the date's 01:00, or the next day's?) holds none. ``午前``/``午後`` run 0 to
 is noon; ``午前12時`` reads two ways), ``오전``/``오후`` are a.m. and p.m. as ``上午``/``下午`` are."""
 
 
+CJK_MARK_AFTER = re.compile(
+    r"(?P<date>\d{4}[-/.]\d{1,2}[-/.]\d{1,2}\s+|\d{4}\s*年\s*\d{1,2}\s*月\s*\d{1,2}\s*[日号號]\s*)"
+    r"(?P<hour>\d{1,2})(?P<clock>:\d{2}(?::\d{2}(?:[.,]\d+)?)?|\s*[時时點点](?:\s*\d{1,2}\s*分(?:\s*\d{1,2}\s*秒)?)?)"
+    r"\s*(?P<mark>上午|下午|中午|早上|凌晨|傍晚|晚上|半夜|午夜|深夜|午前|午後|오전|오후)"
+)
+"""A time of day on a Chinese, Japanese or Korean 12-hour clock after a date written year first, its mark
+after the time (``2024/5/1 04:52 下午``, ``2024年5月1日 3時20分 下午``): read as the mark before the hour
+(:data:`CJK_TWELVE_HOUR`)."""
+
+
+def _cjk_mark_before_hour(text: str) -> tuple[str, str]:
+    """``text``, a time written year first, with the 12-hour mark after its time of day
+    (:data:`CJK_MARK_AFTER`) written before its hour instead, and where it was written (``before``, or
+    ``after`` when moved).
+
+    >>> _cjk_mark_before_hour("2024/5/1 04:52 下午 +08:00"), _cjk_mark_before_hour("2024/5/1 下午 04:52")
+    (('2024/5/1 下午04:52 +08:00', 'after'), ('2024/5/1 下午 04:52', 'before'))
+    """
+    after = CJK_MARK_AFTER.match(text)
+    if after is None:
+        return text, "before"
+    date = after["date"].rstrip()
+    return f"{date} {after['mark']}{after['hour']}{after['clock']}{text[after.end() :]}", "after"
+
+
 def _cjk_twelve_hour(text: str) -> tuple[str, str | None]:
     """``text``, a time written year first, with its time of day on a Chinese, Japanese or Korean 12-hour
-    clock (:data:`CJK_TWELVE_HOUR`) written on the 24-hour clock, or the reason it is refused: an hour its
-    mark does not hold (:data:`CJK_HOURS`).
+    clock (:data:`CJK_TWELVE_HOUR`; its mark after the time, :data:`CJK_MARK_AFTER`, read as before the
+    hour) written on the 24-hour clock, or the reason it is refused: an hour its mark does not hold
+    (:data:`CJK_HOURS`), or a mark both before the hour and after the time.
 
     >>> _cjk_twelve_hour("2024/5/1 下午 03:20:00"), _cjk_twelve_hour("2024年5月1日上午12時10分")
     (('2024/5/1 15:20:00', None), ('2024年5月1日 00時10分', None))
     >>> _cjk_twelve_hour("2024/5/1 下午 15:00")[1].split(", which")[0]
     "time '2024/5/1 下午 15:00' has '下午' before the hour 15"
+    >>> _cjk_twelve_hour("2024/5/1 04:52 下午")
+    ('2024/5/1 16:52', None)
     """
+    written = text
+    text, where = _cjk_mark_before_hour(text)
     twelve = CJK_TWELVE_HOUR.match(text)
     if twelve is None:
-        return text, None
+        return written, None
     mark, hour = twelve["mark"], int(twelve["hour"])
     hours, held = CJK_HOURS[mark]
     if hour not in hours:
-        return text, (
-            f"time {text!r:.40} has {mark!r} before the hour {hour}, which {mark} does not hold one way (it "
-            f"holds {held}): write the time on the 24-hour clock without {mark!r}, or {WRITE_ISO}"
+        return written, (
+            f"time {written!r:.40} has {mark!r} {where} the hour {hour}, which {mark} does not hold one way "
+            f"(it holds {held}): write the time on the 24-hour clock without {mark!r}, or {WRITE_ISO}"
+        )
+    if CJK_MARK_AFTER.match(f"{twelve['date']} {twelve['hour']}{text[twelve.end('hour') :]}"):
+        return (
+            written,
+            f"time {written!r:.40} has a 12-hour mark before the hour and after the time: {WRITE_ISO}",
         )
     return f"{text[: twelve.end('date')]} {hours[hour]:02d}{text[twelve.end('hour') :]}", None
 

@@ -2395,3 +2395,44 @@ def test_a_comma_after_a_year_first_date_before_no_clock_time_is_refused_saying_
     message = refused_time_cell(tmp_path, written)
     assert f"c.csv: row 1, field 'published_at': time {written!r} has a comma after its date" in message
     assert "2024-05-01T08:00:00+08:00" in message, message
+
+
+@pytest.mark.parametrize(
+    ("written", "utc"),
+    [
+        ("2024/5/1 04:52 下午", "2024-05-01T08:52:00Z"),
+        ("2024/5/1 04:52:00 下午", "2024-05-01T08:52:00Z"),
+        ("2024/5/1 12:10:00 上午", "2024-04-30T16:10:00Z"),  # 00:10, as before the hour
+        ("2024年5月1日 3時20分 下午", "2024-05-01T07:20:00Z"),
+        ("2024年5月1日 3:20下午", "2024-05-01T07:20:00Z"),
+        ("2024-05-01 3:20:00 오후", "2024-05-01T07:20:00Z"),
+        ("2024/5/1 04:52 下午 +09:00", "2024-05-01T07:52:00Z"),
+        ("2024/5/1 04:52 下午 (三)", "2024-05-01T08:52:00Z"),
+    ],
+)
+def test_a_chinese_12_hour_mark_after_the_time_is_read_as_before_the_hour(tmp_path, written, utc):
+    """A Chinese, Japanese or Korean 12-hour mark after the time of day (``2024/5/1 04:52 下午``) was refused
+    as 'on a 12-hour clock', where before the hour it is read. It is read by the same rule as there."""
+    assert read_time_cell(tmp_path, written) == [pd.Timestamp(utc)]
+
+
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [
+        ("2024/5/1 15:00 下午", "'下午' after the hour 15"),
+        ("2024年5月1日 12時 晚上", "'晚上' after the hour 12"),
+        ("2024年5月1日 1時 半夜", "'半夜' after the hour 1"),
+    ],
+)
+def test_a_chinese_12_hour_mark_after_the_time_read_no_one_way_is_refused(tmp_path, written, said):
+    """A mark after the time of day that does not hold its hour one way is refused as before the hour is,
+    naming the mark, where it is and the hours it holds."""
+    message = refused_time_cell(tmp_path, written)
+    assert f"c.csv: row 1, field 'published_at': time {written!r} has {said}" in message, message
+    assert "24-hour clock" in message, message
+
+
+def test_a_chinese_12_hour_mark_before_and_after_the_time_is_refused(tmp_path):
+    """A mark both before the hour and after the time (``下午 04:52 下午``) is read no one way: refused."""
+    message = refused_time_cell(tmp_path, "2024/5/1 下午 04:52 下午")
+    assert "c.csv: row 1, field 'published_at': time '2024/5/1 下午 04:52 下午'" in message, message
