@@ -638,6 +638,8 @@ def _unix_date(text: str, unix: re.Match[str]) -> tuple[pd.Timestamp | None, str
     year = int(unix["year"])  # as written: email.utils reads 0001 as 2001
     if not TIME_RANGE[0] <= year <= TIME_RANGE[1]:
         return None, f"time {text!r:.40} is outside the years {TIME_RANGE[0]}-{TIME_RANGE[1]}: {WRITE_ISO}"
+    if clock := _clock_reason(text, (year, *parts[1:6])):  # 24:00, 23:59:60
+        return None, clock
     wall = dt.datetime(year, *parts[1:6])  # a field out of range (31 Feb, 25:00) raises, never rolls over
     weekday = _weekday_reason(text, wall.date())
     if weekday is not None:
@@ -756,6 +758,57 @@ def _end_of_day(text: str, date: dt.date) -> str:
         f"time {text!r:.40} is at 24:00, the end of its day, which is read as no time of day (hours run 0 to "
         f"23): write it as 00:00 of the next day, {midnight} with its offset (+08:00 for UTC+08:00)"
     )
+
+
+LEAP_SECOND = re.compile(
+    r"(?P<year>\d{4})[-/.]?(?P<month>\d{1,2})[-/.]?(?P<day>\d{1,2})(\s*T\s*|,?\s+)"
+    r"(?P<hour>\d{1,2}):?(?P<minute>\d{2}):?60([.,]\d+)?(?!\d)"
+)
+"""A year-first time at second 60 (``2016-12-31T23:59:60Z``, ``20161231T235960Z``, and ``2024年5月1日
+7時59分60秒`` read as ``2024-5-1 7:59:60``): a leap second, which the date parser holds none of."""
+
+
+def _leap_second_reason(text: str, ymd: str) -> str | None:
+    """Why the year-first time ``ymd`` (``text`` as written) at second 60 (:data:`LEAP_SECOND`) is refused
+    (:func:`_leap_second`); ``None`` for another time, or a date or time that is none (refused for that).
+
+    >>> _leap_second_reason("2016-12-31T23:59:60Z", "2016-12-31T23:59:60Z").split(": ")[-1][:50]
+    'write it as the second before, 2016-12-31T23:59:59'
+    """
+    leap = LEAP_SECOND.match(ymd)
+    if leap is None:
+        return None
+    try:
+        date = dt.date(int(leap["year"]), int(leap["month"]), int(leap["day"]))
+        return _leap_second(text, date, int(leap["hour"]), int(leap["minute"]))
+    except (ValueError, OverflowError):
+        return None
+
+
+def _leap_second(text: str, date: dt.date, hour: int, minute: int) -> str:
+    """Why ``text``, a time at second 60 of ``hour``:``minute`` of ``date``, a leap second, is refused,
+    naming the second before it to write; an hour or a minute that is none raises ``ValueError``."""
+    before = dt.datetime.combine(date, dt.time(hour, minute, 59)).isoformat()
+    return (
+        f"time {text!r:.40} is at second 60, a leap second (UTC ends some days with 23:59:60, the last on "
+        "2016-12-31), which is read as no time (seconds run 0 to 59): write it as the second before, "
+        f"{before} with its offset (+08:00 for UTC+08:00)"
+    )
+
+
+def _clock_reason(text: str, fields: tuple[int, ...]) -> str | None:
+    """Why the RFC 2822 or Unix ``date`` time ``text``, whose year, month, day, hour, minute and second are
+    ``fields``, is refused for its time of day: 24:00, the end of its day (:func:`_end_of_day`), or second
+    60, a leap second (:func:`_leap_second`); ``None`` for another time.
+
+    >>> _clock_reason("Wed May  1 23:59:60 UTC 2024", (2024, 5, 1, 23, 59, 60)).split(", a")[0]
+    "time 'Wed May  1 23:59:60 UTC 2024' is at second 60"
+    """
+    if fields[3:6] == (24, 0, 0):  # the end of its day, as ISO 8601 allows it
+        return _end_of_day(text, dt.date(*fields[:3]))
+    if fields[5] == 60:
+        return _leap_second(text, dt.date(*fields[:3]), fields[3], fields[4])
+    return None
 
 
 RFC_NUMBER = re.compile(r"(?<![\d:.+-])\d+(?![\d:])")
@@ -907,7 +960,7 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
             )
         if not YEAR_FIRST_TIME.fullmatch(ymd):
             return None, _more_than_a_time_reason(text, ymd)
-        reason = _offset_reason(text, ymd) or _end_of_day_reason(text, ymd)
+        reason = _offset_reason(text, ymd) or _end_of_day_reason(text, ymd) or _leap_second_reason(text, ymd)
         return (None, reason) if reason else (pd.Timestamp(_parser_text(ymd)), None)
     posix = UTC_AND_OFFSET.search(text)
     if posix:  # GMT+0800, as JavaScript's Date writes it after the time: no zone's abbreviation
@@ -920,8 +973,8 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     if parts is None:
         return None, _neither_reason(text)
     parts = (_rfc_year(rfc, parts[0]), *parts[1:])
-    if parts[3:6] == (24, 0, 0):  # the end of its day, as ISO 8601 allows it: said as for ISO 8601
-        return None, _end_of_day(text, dt.date(*parts[:3]))
+    if clock := _clock_reason(text, parts[:6]):  # 24:00, 23:59:60: said as for ISO 8601
+        return None, clock
     dt.datetime(*parts[:6])  # a field out of range (31 Feb, 25:00) raises, as in ISO 8601, never rolls over
     weekday = _weekday_reason(text, dt.date(*parts[:3]))
     if weekday is not None:

@@ -1280,7 +1280,7 @@ def test_ids_that_differ_only_in_their_spaces_or_width_are_two_items_and_the_loa
         ("Wed, 01 May 2024 25:00:00 +0000", "hour must be in 0..23"),  # was 05-02 01:00
         ("Wed, 01 May 2024 24:00:00 +0800", "is at 24:00, the end of its day"),  # was 05-02 00:00 +08:00
         ("Wed, 01 May 2024 08:61:00 +0000", "minute must be in 0..59"),  # was 09:01
-        ("Wed, 01 May 2024 08:00:60 +0000", "second must be in 0..59"),  # was 08:01, as ISO 8601 refuses it
+        ("Wed, 01 May 2024 08:00:60 +0000", "is at second 60, a leap second"),  # was 08:01
         ("Wed, 01 May 2024 08:00:00 +0860", r"ends with '\+0860', which is not an offset"),  # was +09:00
         ("Wed, 01 May 2024 08:00:00 +9999", r"ends with '\+9999', which is not an offset"),  # 99 h 99 min
         ("Wed, 01 May 2024 08:00:00 -2400", r"ends with '-2400', which is not an offset"),
@@ -2436,3 +2436,34 @@ def test_a_chinese_12_hour_mark_before_and_after_the_time_is_refused(tmp_path):
     """A mark both before the hour and after the time (``下午 04:52 下午``) is read no one way: refused."""
     message = refused_time_cell(tmp_path, "2024/5/1 下午 04:52 下午")
     assert "c.csv: row 1, field 'published_at': time '2024/5/1 下午 04:52 下午'" in message, message
+
+
+@pytest.mark.parametrize(
+    ("written", "write"),
+    [
+        ("2024-05-01 23:59:60", "2024-05-01T23:59:59"),
+        ("2024-05-01T23:59:60Z", "2024-05-01T23:59:59"),
+        ("2016-12-31T23:59:60.5+00:00", "2016-12-31T23:59:59"),  # the last leap second, to this day
+        ("20161231T235960Z", "2016-12-31T23:59:59"),
+        ("2024年5月1日 7時59分60秒", "2024-05-01T07:59:59"),
+        ("Wed, 01 May 2024 23:59:60 +0000", "2024-05-01T23:59:59"),
+        ("Wed May  1 23:59:60 2024", "2024-05-01T23:59:59"),
+        ("Wed May  1 23:59:60 UTC 2024", "2024-05-01T23:59:59"),
+    ],
+)
+def test_a_leap_second_is_refused_saying_so(tmp_path, written, write):
+    """A leap second (``23:59:60``, which UTC adds at the end of some days, and ``date``, ``ntpd`` logs and
+    some feeds write) was refused as no time of the calendar, 'second must be in 0..59', the date parser's
+    words. It is refused by file, row and field naming it and the time to write, the second before it."""
+    message = refused_time_cell(tmp_path, written)
+    assert f"c.csv: row 1, field 'published_at': time {written!r} is at second 60, a leap second" in message
+    assert write in message and "0..59" not in message, message
+
+
+@pytest.mark.parametrize("written", ["Wed May  1 24:00:00 UTC 2024", "Wed May  1 24:00:00 +0800 2024"])
+def test_unix_dates_24_00_is_refused_naming_the_next_days_midnight(tmp_path, written):
+    """A time as Unix ``date`` writes it at 24:00 was refused as no time of the calendar ('hour must be in
+    0..23'), where ISO 8601's and RFC 2822's 24:00 is named the end of its day: it is named so too."""
+    message = refused_time_cell(tmp_path, written)
+    assert "c.csv: row 1, field 'published_at'" in message and "0..23" not in message, message
+    assert "24:00, the end of its day" in message and "2024-05-02T00:00:00" in message, message
