@@ -915,6 +915,20 @@ def _without_zone_comment(text: str) -> str:
     return text[: name.end(1)]
 
 
+def _year_first_reason(text: str, ymd: str) -> str | None:
+    """Why the year-first time ``ymd`` (``text`` as written), its zone and marks read, is refused: it holds
+    more than a date, a time of day and one offset (:func:`_more_than_a_time_reason`), an offset that is
+    none (:func:`_offset_reason`), 24:00 (:func:`_end_of_day_reason`) or a leap second
+    (:func:`_leap_second_reason`); ``None`` when it is read.
+
+    >>> _year_first_reason("2024/5/1 下午 03:20:00", "2024/5/1 15:20:00") is None
+    True
+    """
+    if not YEAR_FIRST_TIME.fullmatch(ymd):
+        return _more_than_a_time_reason(text, ymd)
+    return _offset_reason(text, ymd) or _end_of_day_reason(text, ymd) or _leap_second_reason(text, ymd)
+
+
 def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     """A time written year first (ISO 8601 and its relatives: ``2024-05-01 08:00:00 UTC``, ``2024/5/1 8:00``,
     ``20240501T080000Z``, ``20240501``, ``2024年5月1日 08:00``) or in RFC 2822 (``Wed, 01 May 2024 08:00:00
@@ -925,6 +939,7 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     :func:`_week_date`)."""
     if text.lower() in NO_TIME:
         return pd.NaT, None
+    written = text  # as the file writes it, for a message: read with its marks and names rewritten
     text, minguo = _minguo(text)
     if minguo is not None:
         return None, minguo
@@ -941,26 +956,25 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
         return _parse_number_text(text)
     twelve = TWELVE_HOUR.search(text)
     if twelve:
-        return None, f"time {text!r:.40} is on a 12-hour clock ({twelve.group(0)!r}): {WRITE_ISO}, 24-hour"
+        return None, f"time {written!r:.40} is on a 12-hour clock ({twelve.group(0)!r}): {WRITE_ISO}, 24-hour"
     bracketed = _bracketed_reason(text)
     if bracketed is not None:
         return None, bracketed
     names = _zone_names(text)
     if YEAR_FIRST.match(ymd):
-        words = _zone_words_reason(text, ymd)
+        words = _zone_words_reason(written, ymd)
         if names or words:
-            return None, words or _zone_name_reason(text, names[-1], _wall_clock(ymd))
+            return None, words or _zone_name_reason(written, names[-1], _wall_clock(ymd))
         posix = UTC_AND_OFFSET.search(text)
         if posix:
-            return None, _posix_reason(text, posix)
+            return None, _posix_reason(written, posix)
         if cjk is not None and CJK_CLOCK_MARKS.search(ymd):
             return None, (
-                f"time {text!r:.40} has a time of day in Chinese or Japanese that is read only in hours and "
-                f"minutes, each with its mark (08時30分, 8时30分15秒), or in hours alone (08時): {WRITE_ISO}"
+                f"time {written!r:.40} has a time of day in Chinese or Japanese that is read only in "
+                "hours and minutes, each with its mark (08時30分, 8时30分15秒), or in hours alone (08時): "
+                f"{WRITE_ISO}"
             )
-        if not YEAR_FIRST_TIME.fullmatch(ymd):
-            return None, _more_than_a_time_reason(text, ymd)
-        reason = _offset_reason(text, ymd) or _end_of_day_reason(text, ymd) or _leap_second_reason(text, ymd)
+        reason = _year_first_reason(written, ymd)
         return (None, reason) if reason else (pd.Timestamp(_parser_text(ymd)), None)
     posix = UTC_AND_OFFSET.search(text)
     if posix:  # GMT+0800, as JavaScript's Date writes it after the time: no zone's abbreviation

@@ -2467,3 +2467,22 @@ def test_unix_dates_24_00_is_refused_naming_the_next_days_midnight(tmp_path, wri
     message = refused_time_cell(tmp_path, written)
     assert "c.csv: row 1, field 'published_at'" in message and "0..23" not in message, message
     assert "24:00, the end of its day" in message and "2024-05-02T00:00:00" in message, message
+
+
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [
+        ("2024/5/1 下午 03:20:00 CST", "names its zone 'CST'"),  # was named '2024/5/1 15:20:00 CST'
+        ("民國113年5月1日 08:00 CST", "names its zone 'CST'"),  # was named '2024年5月1日 08:00 CST'
+        ("2024-05-01 下午3点", "holds more than a date"),  # was named '2024-05-01 15点'
+        ("2024/5/1 PM 03:20:00 下午", "is on a 12-hour clock"),  # was named '2024/5/1 15:20:00 下午'
+        ("2024年5月1日(三) 08:00 GMT+8", "puts an offset after 'GMT'"),
+        ("2024-W18-3 08:00 HKT", "names its zone 'HKT'"),  # was named '2024-05-01 08:00 HKT'
+    ],
+)
+def test_a_refused_year_first_time_is_named_as_written(tmp_path, written, said):
+    """A year-first time refused after its 12-hour clock, Minguo year, week date or day of the week was read
+    was named with them rewritten (``2024/5/1 下午 03:20:00 CST`` as ``2024/5/1 15:20:00 CST``), a time the
+    file does not hold and the editor cannot find. It is named as the file writes it."""
+    message = refused_time_cell(tmp_path, written)
+    assert f"c.csv: row 1, field 'published_at': time {written!r} {said}" in message, message
