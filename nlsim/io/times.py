@@ -883,17 +883,20 @@ def _rfc_uncommented(text: str) -> str:
     """The RFC 2822 time ``text`` without the comment after its zone, when the zone says its offset
     (``+0800 (CST)``, ``GMT (UTC)``): the offset decides, as RFC 2822 says and ``email.utils`` reads it, even
     where the comment names another zone; a comment after no offset (``08:00:00 (CST)``, ``EST (CST)``) is
-    kept, and names a zone, and so is a day of the week after a year-first time's offset (``2024-05-01
-    08:00 +0800 (Wed)``: :func:`_without_weekday` checks it).
+    kept, and names a zone, and so is a day of the week after a year-first time's offset, among other
+    comments too (``2024-05-01 08:00 +0800 (Wed) (CST)``: :func:`_without_weekday` checks it).
 
     >>> _rfc_uncommented("Sun, 06 Dec 2026 10:00:00 +0800 (CST)"), _rfc_uncommented("06 Dec 2026 10:00 (CST)")
     ('Sun, 06 Dec 2026 10:00:00 +0800', '06 Dec 2026 10:00 (CST)')
+    >>> _rfc_uncommented("2024-05-01 08:00 +0800 (CST) (Thu)")
+    '2024-05-01 08:00 +0800 (Thu)'
     """
     comment = RFC_COMMENT.search(text)
     if comment is None or not RFC_ZONE_END.search(text[: comment.start()]):
         return text
-    if _year_first(text) and LAST_WEEKDAY.fullmatch(comment.group()):  # (Wed): read and checked
-        return text
+    if _year_first(text):  # a day of the week among them, (Wed), is kept: read and checked
+        days = [c for c in re.findall(r"\([^()]*\)", comment.group()) if LAST_WEEKDAY.fullmatch(c)]
+        return " ".join([text[: comment.start()], *days])
     return text[: comment.start()]
 
 

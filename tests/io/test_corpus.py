@@ -2486,3 +2486,21 @@ def test_a_refused_year_first_time_is_named_as_written(tmp_path, written, said):
     file does not hold and the editor cannot find. It is named as the file writes it."""
     message = refused_time_cell(tmp_path, written)
     assert f"c.csv: row 1, field 'published_at': time {written!r} {said}" in message, message
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "2024-05-01 08:00 +0800 (Thu) (CST)",
+        "2024-05-01 08:00 +0800 (CST) (Thu)",
+        "2024-05-01 08:00Z (四)(UTC)",
+    ],
+)
+def test_another_day_of_the_week_among_comments_after_a_year_first_offset_is_refused(tmp_path, written):
+    """A Thursday in brackets after a year-first time's offset is refused (the 1st of May 2024 is a
+    Wednesday), but with a zone's comment beside it (``+0800 (Thu) (CST)``) both were dropped unread as one
+    comment, and the time read with exit 0. The day is checked, the zone's comment still dropped."""
+    message = refused_time_cell(tmp_path, written)
+    assert "c.csv: row 1, field 'published_at'" in message and "a Wednesday" in message, message
+    right = written.replace("(Thu)", "(Wed)").replace("(四)", "(三)")
+    assert read_time_cell(tmp_path, right) != [pd.NaT]
