@@ -249,13 +249,16 @@ def _weekday_before_date(text: str) -> tuple[str, re.Match[str] | None]:
 
 
 def _year_first(text: str) -> bool:
-    """Whether ``text`` is a time written year first, after a day of the week or not (``2024-05-01 08:00``,
-    ``Wed 2024-05-01 08:00``: :data:`LEADING_WEEKDAY`).
+    """Whether ``text`` is a time written year first, in digits or 2024年5月1日, after a day of the week or
+    not (``2024-05-01 08:00``, ``2024年5月1日 08:00``, ``Wed 2024-05-01 08:00``: :data:`LEADING_WEEKDAY`).
 
     >>> _year_first("Wed 2024-05-01 08:00"), _year_first("Wed, 01 May 2024 08:00:00 +0800")
     (True, False)
+    >>> _year_first("2024年5月1日 08:00 +0900")
+    True
     """
-    return YEAR_FIRST.match(_weekday_before_date(text)[0]) is not None
+    moved = _weekday_before_date(text)[0]
+    return YEAR_FIRST.match(moved) is not None or CJK_DATE.match(moved) is not None
 
 
 def _without_weekday(text: str) -> tuple[str, str | None]:

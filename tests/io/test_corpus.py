@@ -2504,3 +2504,17 @@ def test_another_day_of_the_week_among_comments_after_a_year_first_offset_is_ref
     assert "c.csv: row 1, field 'published_at'" in message and "a Wednesday" in message, message
     right = written.replace("(Thu)", "(Wed)").replace("(四)", "(三)")
     assert read_time_cell(tmp_path, right) != [pd.NaT]
+
+
+@pytest.mark.parametrize(
+    "written",
+    ["2024年5月1日 08:00 +0900 (四)", "2024年5月1日 08時30分 +09:00 (木)", "2024年5月1日 08:00 +08:00 Thu"],
+)
+def test_another_day_of_the_week_after_the_offset_of_a_chinese_date_is_refused(tmp_path, written):
+    """After the offset of a time whose date is written 2024年5月1日, a day of the week (``+0900 (四)``,
+    ``+08:00 Thu``) was dropped unread as a zone's comment or name is, and a Thursday given to the 1st of
+    May 2024, a Wednesday, read with exit 0, where after 2024-05-01's offset it is refused: it is checked."""
+    message = refused_time_cell(tmp_path, written)
+    assert "c.csv: row 1, field 'published_at'" in message and "a Wednesday" in message, message
+    right = written.replace("(四)", "(三)").replace("(木)", "(水)").replace("Thu", "Wed")
+    assert read_time_cell(tmp_path, right) != [pd.NaT]
