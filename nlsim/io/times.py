@@ -188,11 +188,11 @@ def _cjk_weekday(text: str, cjk: re.Match[str], shown: str | None = None) -> tup
 
 
 WEEKDAY_DATE = re.compile(
-    r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?=\s*[(（]|\s+(?i:mon|tue|wed|thu|fri|sat|sun))"
+    r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?=\s*[(（]|\s+(?i:mon|tue|wed|thu|fri|sat|sun)|\s*(?:星期|禮拜|礼拜|週|周))"
 )
 """A date written year first in digits and followed by a bracket (``2024/05/01(水)``, as Japanese sites
-write it) or a day of the week in English (``2024-05-01 Wed``): the day of the week may follow it
-(:data:`CJK_WEEKDAY`)."""
+write it) or a day of the week in English (``2024-05-01 Wed``) or in Chinese words (``2024-05-01 周三``):
+the day of the week may follow it (:data:`CJK_WEEKDAY`)."""
 
 
 YEAR_FIRST_DATE = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})")

@@ -2518,3 +2518,21 @@ def test_another_day_of_the_week_after_the_offset_of_a_chinese_date_is_refused(t
     assert "c.csv: row 1, field 'published_at'" in message and "a Wednesday" in message, message
     right = written.replace("(四)", "(三)").replace("(木)", "(水)").replace("Thu", "Wed")
     assert read_time_cell(tmp_path, right) != [pd.NaT]
+
+
+@pytest.mark.parametrize(
+    ("written", "utc"),
+    [
+        ("2024-05-01 周三 08:30", "2024-05-01T00:30:00Z"),
+        ("2024/05/01 星期三 08:30", "2024-05-01T00:30:00Z"),
+        ("2024-05-01 禮拜三", "2024-04-30T16:00:00Z"),
+        ("2024-05-01 週三 下午 3:20", "2024-05-01T07:20:00Z"),
+    ],
+)
+def test_a_chinese_day_of_the_week_after_a_date_in_digits_is_read(tmp_path, written, utc):
+    """A day of the week in Chinese words after a date in digits (``2024-05-01 周三 08:30``) was refused as
+    holding more than a date, a time of day and one offset, where after the time of day (``2024-05-01
+    08:30 周三``) or after 2024年5月1日 it is read: it is read as there, and a Thursday refused."""
+    assert read_time_cell(tmp_path, written) == [pd.Timestamp(utc)]
+    message = refused_time_cell(tmp_path, written.replace("三", "四"))
+    assert "a Wednesday" in message, message
