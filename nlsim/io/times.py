@@ -290,7 +290,7 @@ def _without_weekday(text: str) -> tuple[str, str | None]:
 
 CJK_TWELVE_HOUR = re.compile(
     r"(?P<date>\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{4}\s*年\s*\d{1,2}\s*月\s*\d{1,2}\s*[日号號])"
-    r"\s*(?P<mark>上午|下午|中午|早上|凌晨|傍晚|晚上|半夜|午夜|深夜|午前|午後|오전|오후)\s*(?P<hour>\d{1,2})(?=\s*[:時时點点])"
+    r"\s*,?\s*(?P<mark>上午|下午|中午|早上|凌晨|傍晚|晚上|半夜|午夜|深夜|午前|午後|오전|오후)\s*(?P<hour>\d{1,2})(?=\s*[:時时點点])"
 )
 """A time of day on the 12-hour clock after a date written year first, its mark before the hour, as Excel
 and Windows in Taiwan write it (``2024/5/1 下午 03:20:00``) and Chinese CMS exports (``2024年5月1日
@@ -331,7 +331,7 @@ is noon; ``午前12時`` reads two ways), ``오전``/``오후`` are a.m. and p.m
 
 
 CJK_MARK_AFTER = re.compile(
-    r"(?P<date>\d{4}[-/.]\d{1,2}[-/.]\d{1,2}\s+|\d{4}\s*年\s*\d{1,2}\s*月\s*\d{1,2}\s*[日号號]\s*)"
+    r"(?P<date>\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?:\s*,\s*|\s+)|\d{4}\s*年\s*\d{1,2}\s*月\s*\d{1,2}\s*[日号號]\s*,?\s*)"
     r"(?P<hour>\d{1,2})(?P<clock>:\d{2}(?::\d{2}(?:[.,]\d+)?)?|\s*[時时點点](?:\s*\d{1,2}\s*分(?:\s*\d{1,2}\s*秒)?)?)"
     r"\s*(?P<mark>上午|下午|中午|早上|凌晨|傍晚|晚上|半夜|午夜|深夜|午前|午後|오전|오후)"
 )
@@ -351,7 +351,7 @@ def _cjk_mark_before_hour(text: str) -> tuple[str, str]:
     after = CJK_MARK_AFTER.match(text)
     if after is None:
         return text, "before"
-    date = after["date"].rstrip()
+    date = after["date"].rstrip().rstrip(",").rstrip()
     return f"{date} {after['mark']}{after['hour']}{after['clock']}{text[after.end() :]}", "after"
 
 
@@ -390,7 +390,7 @@ def _cjk_twelve_hour(text: str) -> tuple[str, str | None]:
 
 AM_PM = re.compile(
     r"(?P<date>\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{4}\s*年\s*\d{1,2}\s*月\s*\d{1,2}\s*[日号號])"
-    r"(?:\s+(?P<before>[AaPp]\.?[Mm]\.?)\s*|\s*T\s*|,?\s+|(?<=[日号號]))"  # PM 03:20: Windows in Taiwan
+    r"(?:(?:\s*,\s*|\s+)(?P<before>[AaPp]\.?[Mm]\.?)\s*|\s*T\s*|\s*,\s*|\s+|(?<=[日号號]))"  # PM 03:20
     r"(?P<hour>\d{1,2})(?P<clock>:\d{2}(?::\d{2}(?:[.,]\d+)?)?)"
     r"(?(before)|\s*(?P<after>[AaPp]\.?[Mm]\.?)(?![A-Za-z]))"  # or 3:20 p.m., as Canada's English writes it
 )

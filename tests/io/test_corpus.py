@@ -2536,3 +2536,20 @@ def test_a_chinese_day_of_the_week_after_a_date_in_digits_is_read(tmp_path, writ
     assert read_time_cell(tmp_path, written) == [pd.Timestamp(utc)]
     message = refused_time_cell(tmp_path, written.replace("三", "四"))
     assert "a Wednesday" in message, message
+
+
+@pytest.mark.parametrize(
+    ("written", "utc"),
+    [
+        ("2024-05-01,3:20 PM", "2024-05-01T07:20:00Z"),
+        ("2024-05-01, PM 3:20", "2024-05-01T07:20:00Z"),
+        ("2024-05-01,下午 3:20", "2024-05-01T07:20:00Z"),
+        ("2024年5月1日, 下午3時20分", "2024-05-01T07:20:00Z"),
+        ("2024/5/1, 04:52 下午", "2024-05-01T08:52:00Z"),
+    ],
+)
+def test_a_comma_between_a_year_first_date_and_a_12_hour_time_is_read(tmp_path, written, utc):
+    """A comma between a year-first date and a time on the 12-hour clock (``2024-05-01,3:20 PM``,
+    ``2024年5月1日, 下午3時20分``) was refused as 'on a 12-hour clock', where after a space, or before a time
+    on the 24-hour clock (``2024-05-01,08:00``), it is read: it is read as there."""
+    assert read_time_cell(tmp_path, written) == [pd.Timestamp(utc)]
