@@ -470,6 +470,12 @@ def _week_date(text: str) -> tuple[str, str | None]:
     return date.isoformat() + text[week.end() :], None
 
 
+DAY_BEFORE_MINGUO = re.compile(
+    rf"(?:{CJK_WEEKDAY.pattern})[,、]?\s*(?=(?:中華|中华)?民[國国]|\d{{1,3}}\s*年)"
+)
+"""A day of the week before a Minguo year (``星期三 民國113年5月1日``), read as before a year in full."""
+
+
 def _minguo(text: str) -> tuple[str, str | None]:
     """``text`` with a Minguo year named as one written in full (``民國115年12月6日`` ->
     ``2026年12月6日``), or the reason a bare year of one to three digits before 年 (``115年12月6日``) is
@@ -479,11 +485,15 @@ def _minguo(text: str) -> tuple[str, str | None]:
     (('2026年12月6日 15:04', None), ('2026年12月6日', None))
     >>> _minguo("115年12月6日")[1].split(": ")[0]
     "time '115年12月6日' begins with '115年', a Minguo year? (民國115年, 2026)"
+    >>> _minguo("星期三 民國113年5月1日")
+    ('星期三 2024年5月1日', None)
     """
-    named = MINGUO_DATE.match(text)
+    day = DAY_BEFORE_MINGUO.match(text)
+    start = 0 if day is None else day.end()
+    named = MINGUO_DATE.match(text, start)
     if named is not None:
-        return f"{int(named.group(1)) + 1911}年" + text[named.end() :], None
-    bare = BARE_MINGUO.match(text)
+        return text[:start] + f"{int(named.group(1)) + 1911}年" + text[named.end() :], None
+    bare = BARE_MINGUO.match(text, start)
     if bare is None:
         return text, None
     year = int(bare.group(1))

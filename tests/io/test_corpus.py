@@ -2553,3 +2553,12 @@ def test_a_comma_between_a_year_first_date_and_a_12_hour_time_is_read(tmp_path, 
     ``2024年5月1日, 下午3時20分``) was refused as 'on a 12-hour clock', where after a space, or before a time
     on the 24-hour clock (``2024-05-01,08:00``), it is read: it is read as there."""
     assert read_time_cell(tmp_path, written) == [pd.Timestamp(utc)]
+
+
+def test_a_day_of_the_week_before_a_minguo_date_is_read_as_before_a_date_in_full(tmp_path):
+    """A day of the week before a Minguo year named as one (``星期三 民國113年5月1日 08:30``) was refused as
+    neither year first nor RFC 2822, and one before a bare Minguo year (``星期三 113年5月1日``) so too, not
+    as a Minguo year: they are read, and refused, as after the year written in full."""
+    assert read_time_cell(tmp_path, "星期三 民國113年5月1日 08:30") == [pd.Timestamp("2024-05-01T00:30:00Z")]
+    assert "a Wednesday" in refused_time_cell(tmp_path, "(四) 民國113年5月1日")
+    assert "a Minguo year?" in refused_time_cell(tmp_path, "星期三 113年5月1日")
