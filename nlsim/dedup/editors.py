@@ -82,6 +82,11 @@ class EditorsInput:
         pairs = self.scored if among is None else self.scored & frozenset(among)
         return sorted(pair_id(a, b) for a, b in pairs if a in known and b in known)
 
+    @property
+    def set_aside(self) -> frozenset[tuple[str, str]]:
+        """The verdicts (``pair_key``) that never act: on a held-out pair, or given on a changed text."""
+        return self.held_out | self.text_changed
+
     def acting_verdicts(self) -> list[Verdict]:
         """The verdicts that act on clusters and topics: on training pairs, none held out (validation and
         test pairs of the annotated pair file never act, whatever the store says), none whose text changed
@@ -92,18 +97,13 @@ class EditorsInput:
         >>> EditorsInput(Verdicts.from_records([v])).checked_texts({"a": "Floods north"}).acting_verdicts()
         []
         """
-        off = self.held_out | self.text_changed
-        return [v for v in self.verdicts.acting() if v.key not in off]
+        return [v for v in self.verdicts.acting() if v.key not in self.set_aside]
 
     def constraints(self) -> LinkConstraints:
         """The acting verdicts (training pairs, none held out, none whose text changed) as must-links and
         cannot-links."""
-        c = self.verdicts.constraints()
-        off = self.held_out | self.text_changed
-        return LinkConstraints(
-            must_link=frozenset(p for p in c.must_link if p not in off),
-            cannot_link=frozenset(p for p in c.cannot_link if p not in off),
-        )
+        c, off = self.verdicts.constraints(), self.set_aside
+        return LinkConstraints(must_link=c.must_link - off, cannot_link=c.cannot_link - off)
 
     def checked_texts(self, texts: Mapping[str, str]) -> EditorsInput:
         """These verdicts with those given on another text than an item of theirs carries in ``texts`` (item
