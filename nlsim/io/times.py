@@ -91,6 +91,11 @@ DATE_COMMA = re.compile(r"(\d{4}[-/.]\d{1,2}[-/.]\d{1,2})\s*,\s*(?=\d{1,2}:\d{2}
 exports join a date and its time): read as after a space."""
 
 
+DIGIT_DATE_THEN_CLOCK = re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?=\s*,?\s*\d{1,2}\s*[時时點点])")
+"""A year-first date in digits followed by a time of day written in Chinese or Japanese (``2024-05-01
+15時30分``, ``2024/5/1 8时``): the time of day is read as after a date written 2024年5月1日."""
+
+
 def _cjk_as_ascii(text: str, cjk: re.Match[str] | None) -> str:
     """``text``, with its date written 2024年5月1日 that ``cjk`` matched written ``2024-5-1`` and its time of
     day with colons (:func:`_cjk_clock`), and a comma between its date and a time of day in hours and
@@ -102,9 +107,13 @@ def _cjk_as_ascii(text: str, cjk: re.Match[str] | None) -> str:
     '2024-5-1 08:00'
     >>> _cjk_as_ascii("2024-05-01,08:00", None), _cjk_as_ascii("2024-05-01,8", None)
     ('2024-05-01 08:00', '2024-05-01,8')
+    >>> _cjk_as_ascii("2024-05-01 15時30分", None), _cjk_as_ascii("2024/5/1 8时", None)
+    ('2024-05-01 15:30', '2024/5/1 8:00')
     """
     if cjk is not None:
         text = "-".join(cjk.groups()) + (" " + _cjk_clock(text[cjk.end() :])).rstrip()
+    elif digits := DIGIT_DATE_THEN_CLOCK.match(text):
+        text = text[: digits.end()] + _cjk_clock(text[digits.end() :])
     return DATE_COMMA.sub(r"\1 ", text, count=1) if DATE_COMMA.match(text) else text
 
 
@@ -984,7 +993,7 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
         posix = UTC_AND_OFFSET.search(text)
         if posix:
             return None, _posix_reason(written, posix)
-        if cjk is not None and CJK_CLOCK_MARKS.search(ymd):
+        if (cjk is not None or DIGIT_DATE_THEN_CLOCK.match(text)) and CJK_CLOCK_MARKS.search(ymd):
             return None, (
                 f"time {written!r:.40} has a time of day in Chinese or Japanese that is read only in "
                 "hours and minutes, each with its mark (08時30分, 8时30分15秒), or in hours alone (08時): "

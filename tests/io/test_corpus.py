@@ -1891,6 +1891,32 @@ def test_a_year_first_cjk_time_of_day_in_hours_and_minutes_is_read(tmp_path, wri
     assert read_time_cell(tmp_path, written) == [pd.Timestamp(utc)]
 
 
+@pytest.mark.parametrize(
+    ("written", "utc"),
+    [
+        ("2024-05-01 15時30分", "2024-05-01T07:30:00Z"),
+        ("2024/5/1 8点30分15秒", "2024-05-01T00:30:15Z"),
+        ("2024.05.01 08時", "2024-05-01T00:00:00Z"),
+        ("2024-05-01 08時30分 +09:00", "2024-04-30T23:30:00Z"),
+        ("2024/5/1 下午3時20分", "2024-05-01T07:20:00Z"),
+    ],
+)
+def test_a_cjk_time_of_day_after_a_date_in_digits_is_read(tmp_path, written, utc):
+    """A time of day written as Chinese and Japanese CMS exports write it (``15時30分``, ``08時``) was read
+    after a date written 2024年5月1日 but refused after one in digits (``2024-05-01 15時30分``), with a
+    message that did not say why. It is read as the same time written with colons after either date."""
+    assert read_time_cell(tmp_path, written) == [pd.Timestamp(utc)]
+
+
+@pytest.mark.parametrize("written", ["2024-05-01 08時30", "2024/5/1 08時半"])
+def test_a_cjk_time_of_day_read_no_one_way_after_a_date_in_digits_names_how_to_write_it(tmp_path, written):
+    """After a date in digits as after one written 2024年5月1日, minutes without 分 or a half hour in words
+    are refused by file, row and field, saying how a time of day in Chinese or Japanese is read."""
+    message = refused_time_cell(tmp_path, written)
+    assert "c.csv" in message and "row 1" in message and "published_at" in message
+    assert "08時30分" in message and "2024-05-01T08:00:00+08:00" in message
+
+
 @pytest.mark.parametrize("written", ["2024年5月1日 08時30", "2024年5月1日 08時半", "2024年5月1日 25時"])
 def test_a_cjk_time_of_day_read_no_one_way_is_refused_naming_how_to_write_it(tmp_path, written):
     """Minutes without 分 after an hour (``08時30``), a half hour in words (``08時半``) or an hour past
@@ -2474,7 +2500,7 @@ def test_unix_dates_24_00_is_refused_naming_the_next_days_midnight(tmp_path, wri
     [
         ("2024/5/1 下午 03:20:00 CST", "names its zone 'CST'"),  # was named '2024/5/1 15:20:00 CST'
         ("民國113年5月1日 08:00 CST", "names its zone 'CST'"),  # was named '2024年5月1日 08:00 CST'
-        ("2024-05-01 下午3点", "holds more than a date"),  # was named '2024-05-01 15点'
+        ("2024-05-01 下午3点半", "has a time of day in Chinese"),  # was named '2024-05-01 15点半'
         ("2024/5/1 PM 03:20:00 下午", "is on a 12-hour clock"),  # was named '2024/5/1 15:20:00 下午'
         ("2024年5月1日(三) 08:00 GMT+8", "puts an offset after 'GMT'"),
         ("2024-W18-3 08:00 HKT", "names its zone 'HKT'"),  # was named '2024-05-01 08:00 HKT'
