@@ -149,13 +149,13 @@ EN_DAY_END = (
 CJK_WEEKDAY = re.compile(
     r"\s*(?:[(（]\s*(?:(?:星期|禮拜|礼拜|週|周)?(?P<in_brackets>[一二三四五六日天])|(?P<ja_day>[月火水木金土日])(?:曜日?)?"
     rf"|(?i:(?P<en_day>mon|tue|wed|thu|fri|sat|sun){EN_DAY_END}))"
-    r"\s*[)）]|(?:星期|禮拜|礼拜|週|周)(?P<zh_day>[一二三四五六日天])"
+    r"\s*[)）]|(?:星期|禮拜|礼拜|週|周)(?P<zh_day>[一二三四五六日天])|(?P<ja_bare>[月火水木金土日])曜日"
     rf"|(?i:(?P<en_bare>mon|tue|wed|thu|fri|sat|sun){EN_DAY_END})(?![A-Za-z]))\s*"
 )
 """The day of the week Japanese and Chinese CMS exports write after a date written 2024年5月1日:
-``(水)``, ``（水曜日）``, ``（星期三）``, ``(三)``, ``星期三``, ``周三``, ``週三``, ``禮拜三`` (a day written
-in one character in brackets only: a bare ``水`` or ``三`` is no day), and in English, in brackets or not
-(``(Wed)``, ``(Wednesday)``, ``Wed``)."""
+``(水)``, ``（水曜日）``, ``水曜日``, ``（星期三）``, ``(三)``, ``星期三``, ``周三``, ``週三``, ``禮拜三`` (a
+day written in one character in brackets only: a bare ``水`` or ``三`` is no day), and in English, in
+brackets or not (``(Wed)``, ``(Wednesday)``, ``Wed``)."""
 CJK_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 """The days of :data:`CJK_WEEKDAY` in Chinese, Monday (0) to Sunday (6), as :meth:`datetime.date.weekday`."""
 JA_WEEKDAYS = {"月": 0, "火": 1, "水": 2, "木": 3, "金": 4, "土": 5, "日": 6}
@@ -180,8 +180,8 @@ def _cjk_weekday(text: str, cjk: re.Match[str], shown: str | None = None) -> tup
         return rest, None
     if week["en_day"] or week["en_bare"]:
         said = [day[:3] for day in WEEKDAYS].index((week["en_day"] or week["en_bare"]).lower())
-    elif week["ja_day"]:
-        said = JA_WEEKDAYS[week["ja_day"]]
+    elif week["ja_day"] or week["ja_bare"]:
+        said = JA_WEEKDAYS[week["ja_day"] or week["ja_bare"]]
     else:
         said = CJK_WEEKDAYS[week["in_brackets"] or week["zh_day"]]
     try:
@@ -197,10 +197,12 @@ def _cjk_weekday(text: str, cjk: re.Match[str], shown: str | None = None) -> tup
 
 
 WEEKDAY_DATE = re.compile(
-    r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?=\s*[(（]|\s+(?i:mon|tue|wed|thu|fri|sat|sun)|\s*(?:星期|禮拜|礼拜|週|周))"
+    r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})"
+    r"(?=\s*[(（]|\s+(?i:mon|tue|wed|thu|fri|sat|sun)|\s*(?:星期|禮拜|礼拜|週|周|[月火水木金土日]曜日))"
 )
 """A date written year first in digits and followed by a bracket (``2024/05/01(水)``, as Japanese sites
-write it) or a day of the week in English (``2024-05-01 Wed``) or in Chinese words (``2024-05-01 周三``):
+write it) or a day of the week in English (``2024-05-01 Wed``), in Chinese words (``2024-05-01 周三``) or
+written out in Japanese (``2024/05/01 水曜日``):
 the day of the week may follow it (:data:`CJK_WEEKDAY`)."""
 
 

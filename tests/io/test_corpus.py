@@ -2022,6 +2022,32 @@ def test_a_day_of_the_week_after_the_time_of_day_is_read(tmp_path, written, utc)
 
 
 @pytest.mark.parametrize(
+    ("written", "utc"),
+    [
+        ("2024年5月1日 水曜日 08:30", "2024-05-01T00:30:00Z"),
+        ("2024年5月1日水曜日 8時30分", "2024-05-01T00:30:00Z"),
+        ("2024/05/01 水曜日 08:30", "2024-05-01T00:30:00Z"),
+        ("2024年5月1日 08:30 水曜日", "2024-05-01T00:30:00Z"),
+        ("水曜日 2024年5月1日 08:30", "2024-05-01T00:30:00Z"),
+    ],
+)
+def test_a_japanese_day_of_the_week_written_out_without_brackets_is_read(tmp_path, written, utc):
+    """A Japanese day of the week written out without brackets (``2024年5月1日 水曜日 08:30``, as Japanese
+    sites write it) was refused as holding more than a date, a time of day and one offset, where ``(水)``
+    and ``星期三`` are read. ``水曜日`` names one day only: it is read as ``(水)`` is, before or after the
+    date or after the time of day, when it is the day the date falls on."""
+    assert read_time_cell(tmp_path, written) == [pd.Timestamp(utc)]
+
+
+def test_another_japanese_day_of_the_week_written_out_is_refused(tmp_path):
+    """The 1st of May 2024 is a Wednesday: ``木曜日`` (Thursday) after it is refused by file, row and field,
+    naming the day the date falls on."""
+    message = refused_time_cell(tmp_path, "2024年5月1日 木曜日 08:30")
+    assert "c.csv: row 1, field 'published_at'" in message and "'木曜日'" in message, message
+    assert "is a Wednesday" in message, message
+
+
+@pytest.mark.parametrize(
     "written", ["2024年5月1日 08時30分 (木)", "2024/05/01 08:30 (Thu)", "2024年5月1日 08:30 星期四"]
 )
 def test_another_day_of_the_week_after_the_time_of_day_is_refused(tmp_path, written):
