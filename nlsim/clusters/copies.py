@@ -54,7 +54,7 @@ from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.order import order_keys
 from nlsim.io.cells import shown_text, unseen
 
-COPY_KEY_VERSION = 10
+COPY_KEY_VERSION = 11
 """Which definition of :func:`copy_key` grouped the copies, kept in a daily state's identity: a state whose
 copies an earlier one grouped (1: the characters that show nothing kept, a mark between two digits dropped;
 a state written then has none; 2: HTML markup read as written, ``AT&amp;T`` not ``AT&T``, and a minus sign
@@ -73,7 +73,8 @@ newer than the interpreter's Unicode tables or a private one no character, ``王
 and a source's name with its brand beside it and a section before a source's name words of the copy,
 ``- 三立新聞網 Setn.com``, ``| 產經 - 中央社 CNA``; 9: a text of several fields keyed as one text, a credit
 closing its title and a dateline opening its description words of the copy, ``Floods - AP`` and
-``Floods - Reuters`` with one description no copies) is paired again,
+``Floods - Reuters`` with one description no copies; 10: a photo or video label in brackets a word of
+the copy, ``寶馬新X5首發(圖)`` no copy of ``寶馬新X5首發``) is paired again,
 so that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
@@ -116,14 +117,24 @@ FLASH_LABELS = (
 )
 """The flash labels a desk puts before a wire story's headline (in lower case; read in any), :data:`FLASH`."""
 
+MEDIA_LABELS = (
+    "圖|图|組圖|组图|附圖|附图|多圖|多图|高清組圖|高清组图|圖文|图文|圖集|图集|視頻|视频|影片|影音"
+    "|photos?|pictures|video"
+)
+"""The labels a portal sets in brackets on a headline it runs with pictures or a video (in lower case; read
+in any): ``(圖)``, ``（組圖）``, ``[視頻]``, ``(Photos)``, at its end (:data:`SOURCE`) or its start
+(:data:`FLASH`); not a number or a part (``(2)``, ``(上篇)``), which tells another item."""
+
 FLASH = re.compile(
-    rf"^\s*(?:[\[【〔(〈《「]\s*(?:{FLASH_LABELS})\s*[\]】〕)〉》」]|(?P<label>{FLASH_LABELS})(?P<mark>\s*[/:|{DASH_MARKS}]))\s*",
+    rf"^\s*(?:[\[【〔(〈《「]\s*(?:{FLASH_LABELS})\s*[\]】〕)〉》」]|[(\[【〔]\s*(?:{MEDIA_LABELS})\s*[)\]】〕]"
+    rf"|(?P<label>{FLASH_LABELS})(?P<mark>\s*[/:|{DASH_MARKS}]))\s*",
     re.IGNORECASE,
 )
 """A flash label that opens a headline, read after NFKC (``（`` is ``(``, ``／`` is ``/``): in brackets
 (``【快訊】``, ``[Breaking]``, ``（獨家）``) or followed by a slash, a colon, a bar or a dash (``快訊／``,
-``BREAKING:``, ``UPDATE 1-``); not a word that only starts like one (``Breaking Bad``, ``獨家專訪``), nor
-the first word of a compound (:func:`_flash`: ``Flash-flood``, ``Urgent-care``)."""
+``BREAKING:``, ``UPDATE 1-``), or a photo or video label in brackets (:data:`MEDIA_LABELS`: ``【視頻】``);
+not a word that only starts like one (``Breaking Bad``, ``獨家專訪``), nor the first word of a compound
+(:func:`_flash`: ``Flash-flood``, ``Urgent-care``)."""
 
 WIRE_AGENCIES_ZH = (
     "新華社|新华社|中新社|中新網|中新网|中央社|人民網|人民网|央視網|央视网|國際在線|国际在线"
@@ -194,15 +205,15 @@ goes with the source's name after it (:data:`SOURCE`), never alone."""
 
 SOURCE = re.compile(
     rf"(?:\s*[|/{DASH_MARKS}]+\s*(?:(?:{SECTIONS})\s*[|/{DASH_MARKS}]+\s*)?(?:{SOURCES})|\s*[(\[【〔]\s*(?:{SOURCES})\s*[)\]】〕]"
-    rf"|\s*{BYLINE})\s*$",
+    rf"|\s*[(\[【〔]\s*(?:{MEDIA_LABELS})\s*[)\]】〕]|\s*{BYLINE})\s*$",
     re.IGNORECASE,
 )
 """What a desk sets after a wire story's headline, read after NFKC (in any case): the name of its source
 after a dash, a bar or a slash (``- 中央社``, ``| Reuters``, ``——人民網``, ``- AP``) or in brackets
-(``（中央社）``), or a byline (:data:`BYLINE`); not a word after a dash that names no source
-(``- update``), nor a name joined to the word before it by a hyphen or a slash (:func:`_joined`:
-``anti-AP``, ``CNN/AP``); a section between the headline and the source's name goes with it
-(:data:`SECTIONS`: ``| 產經 - 中央社 CNA``)."""
+(``（中央社）``), a byline (:data:`BYLINE`) or a photo or video label (:data:`MEDIA_LABELS`: ``(圖)``);
+not a word after a dash that names no source (``- update``), nor a name joined to the word before it by a
+hyphen or a slash (:func:`_joined`: ``anti-AP``, ``CNN/AP``); a section between the headline and the
+source's name goes with it (:data:`SECTIONS`: ``| 產經 - 中央社 CNA``)."""
 
 CLOSING_SPAN = 96
 """The characters at the end of a text :data:`SOURCE` is looked for in: more than a separator and the

@@ -598,3 +598,31 @@ def test_copies_of_several_fields_differing_by_a_fields_credit_or_dateline_are_o
         ("Floods hit the south", rain),
     ]
     assert find_copies(["a", "b", "c", "d"], texts).groups() == [["a", "b", "c"]]
+
+
+def test_a_photo_or_video_label_closing_or_opening_a_headline_is_no_part_of_its_copy():
+    """A portal sets a photo or video label on a headline it runs with pictures (``(圖)``, ``（組圖）``,
+    ``[視頻]``, ``(Photos)``), as THUCNews' feeds do on a thousand headlines: the wire's headline with it
+    and without it were no copies. The label is no part of the copy now, at the end or at the start; a
+    number or a part in brackets (``(2)``, ``(上篇)``) still tells another item, and a label that is the
+    whole headline stays."""
+    plain = copy_key("寶馬新X5北京車展首發")
+    labels = ("(圖)", "（圖）", "(组图)", "（組圖）", "(附圖)", "(多圖)", "【視頻】", "[视频]", "(高清組圖)")
+    for label in labels:
+        assert copy_key(f"寶馬新X5北京車展首發{label}") == plain, label
+        assert copy_key(f"{label}寶馬新X5北京車展首發") == plain, label
+    assert copy_key("寶馬新X5北京車展首發(圖) - 中央社") == plain
+    english = copy_key("Floods hit the north")
+    for label in (" (Photos)", " (PHOTO)", " [Video]", " (video)"):
+        assert copy_key(f"Floods hit the north{label}") == english, label
+    assert copy_key("寶馬新X5北京車展首發(2)") != plain
+    assert copy_key("寶馬新X5北京車展首發(上篇)") != plain
+    assert copy_key("(圖)") == "圖"
+    assert copy_key("地圖") != ""
+
+
+def test_the_copies_of_a_story_some_run_with_a_photo_label_are_one_group():
+    story = "寶馬新X5北京車展首發"
+    texts = [story, f"{story}(圖)", f"{story}（組圖）", "寶馬新X3北京車展首發"]
+    found = find_copies([f"p{i}" for i in range(4)], texts)
+    assert found.groups() == [["p0", "p1", "p2"]]
