@@ -54,7 +54,7 @@ from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.order import order_keys
 from nlsim.io.cells import shown_text, unseen
 
-COPY_KEY_VERSION = 11
+COPY_KEY_VERSION = 12
 """Which definition of :func:`copy_key` grouped the copies, kept in a daily state's identity: a state whose
 copies an earlier one grouped (1: the characters that show nothing kept, a mark between two digits dropped;
 a state written then has none; 2: HTML markup read as written, ``AT&amp;T`` not ``AT&T``, and a minus sign
@@ -74,7 +74,8 @@ and a source's name with its brand beside it and a section before a source's nam
 ``- 三立新聞網 Setn.com``, ``| 產經 - 中央社 CNA``; 9: a text of several fields keyed as one text, a credit
 closing its title and a dateline opening its description words of the copy, ``Floods - AP`` and
 ``Floods - Reuters`` with one description no copies; 10: a photo or video label in brackets a word of
-the copy, ``寶馬新X5首發(圖)`` no copy of ``寶馬新X5首發``) is paired again,
+the copy, ``寶馬新X5首發(圖)`` no copy of ``寶馬新X5首發``; 11: some sources a feed names words of the copy,
+``- 民視新聞網``, ``- CNBC``) is paired again,
 so that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
@@ -189,11 +190,20 @@ SOURCES = (
     "|taipei times|bbc news|bbc|cnn"
     "|the guardian|npr|nikkei asia|south china morning post|scmp|kyodo news|yonhap|al jazeera"
     "|the new york times|the washington post|financial times|abc news|nbc news|cbs news|fox news|sky news"
+    "|民視新聞網|民视新闻网|華視新聞|华视新闻|台視新聞|台视新闻|中視新聞|中视新闻|公視新聞|公视新闻"
+    "|鉅亨網|钜亨网|今周刊|商業周刊|商业周刊|天下雜誌|天下杂志|關鍵評論網|关键评论网"
+    "|新頭殼(?: ?newtalk)?|新头壳(?: ?newtalk)?|報導者|报导者|yahoo ?奇摩股市|香港電台|香港电台|rthk"
+    "|(?:on\\.cc ?)?東網|(?:on\\.cc ?)?东网|文匯報|文汇报|大公報|大公报|新浪新聞|新浪新闻|騰訊新聞|腾讯新闻"
+    "|網易新聞|网易新闻|財新網|财新网|第一財經|第一财经|界面新聞|界面新闻|聯合早報|联合早报"
+    "|cnbc|the wall street journal|wsj|nhk(?: world-japan| world)?|axios|politico|the independent"
+    "|usa today|the straits times|the japan times|hong kong free press(?: hkfp)?|hkfp|voice of america|voa"
+    "|dw|france 24|forbes|marketwatch|yahoo finance"
 )
 """The news sources whose name a desk or a feed sets after a headline (after NFKC, in any case; the AP as
 ``AP``, as ``AP News``, the name a news aggregator's feed gives it, and as ``The Associated Press``; a
 source with the brand its own page's title and a feed set beside its name, ``三立新聞網 SETN.com``,
-``鏡週刊 Mirror Media``): :data:`SOURCE`."""
+``鏡週刊 Mirror Media``), among them the sources a news aggregator's feed names most (``- 民視新聞網``,
+``- 鉅亨網``, ``- CNBC``): :data:`SOURCE`."""
 
 SECTIONS = (
     "政治|國際|兩岸|產經|證券|科技|生活|社會|地方|文化|運動|娛樂|日報|娛樂星聞"

@@ -626,3 +626,29 @@ def test_the_copies_of_a_story_some_run_with_a_photo_label_are_one_group():
     texts = [story, f"{story}(圖)", f"{story}（組圖）", "寶馬新X3北京車展首發"]
     found = find_copies([f"p{i}" for i in range(4)], texts)
     assert found.groups() == [["p0", "p1", "p2"]]
+
+
+def test_the_sources_a_news_aggregators_feed_names_most_are_source_names():
+    """A news aggregator's feed closes each headline with its source's name as the source's page gives it:
+    ``- 民視新聞網``, ``- 華視新聞``, ``- 鉅亨網``, ``- 香港電台``, ``- CNBC``, ``- The Wall Street
+    Journal``, ``- NHK``. The key kept such a name, so the feed's copy of a wire story was no copy of the
+    one sent without; a word after a dash that names no source stays."""
+    story = "颱風山陀兒逼近，高雄停班停課"
+    for credit in (
+        " - 民視新聞網", " - 民视新闻网", " - 華視新聞", " - 台視新聞", " - 中視新聞", " - 公視新聞",
+        " - 鉅亨網", " - 钜亨网", " - 今周刊", " - 商業周刊", " - 天下雜誌", " - 關鍵評論網",
+        " - 新頭殼 Newtalk", " - 新頭殼", " - 報導者", " - Yahoo奇摩股市", " - 香港電台", " - RTHK",
+        " - 東網", " - on.cc 東網", " - 文匯報", " - 大公報", " - 新浪新聞", " - 騰訊新聞", " - 網易新聞",
+        " - 財新網", " - 第一財經", " - 界面新聞", " - 聯合早報", " - 联合早报",
+    ):  # fmt: skip
+        assert copy_key(story + credit) == copy_key(story), credit
+    english = "Typhoon Krathon nears Kaohsiung"
+    for credit in (
+        " - CNBC", " - The Wall Street Journal", " - WSJ", " - NHK", " - NHK WORLD-JAPAN", " - Axios",
+        " - POLITICO", " - The Independent", " - USA TODAY", " - CNA", " - The Straits Times",
+        " - The Japan Times", " - Hong Kong Free Press HKFP", " - Voice of America", " - DW",
+        " - France 24", " - Nikkei Asia", " - Forbes", " - MarketWatch", " - Yahoo Finance",
+    ):  # fmt: skip
+        assert copy_key(english + credit) == copy_key(english), credit
+    assert copy_key("Storm hits - Time") != copy_key("Storm hits")
+    assert copy_key("颱風來了 - 新聞") != copy_key("颱風來了")
