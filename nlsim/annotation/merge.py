@@ -267,18 +267,20 @@ def merge_annotations(
     result = MergeResult(len(fresh), skipped, total, split, path, skipped_scored, notes_updated=renoted)
     result.merged_before = len(scored.again)
     kept.told(result)
-    _warn_unscored_overrules(fresh, overrule_rows(raw, filled, [], every=False), filled, pairs_file)
+    _warn_unscored_overrules(fresh, overrule_rows(raw, filled, [], every=False), filled, pairs_file, split)
     log(_merge_said(result, skip_scored))
     return result
 
 
 def _warn_unscored_overrules(
-    fresh: pd.DataFrame, asked: set[int], filled: str | Path, pairs_file: str | Path
+    fresh: pd.DataFrame, asked: set[int], filled: str | Path, pairs_file: str | Path, split: str = "train"
 ) -> None:
-    """Warn of the rows of ``fresh`` (merged as new pairs) whose ``overrule`` cell is true (``asked``, sheet
-    rows): the page marked them where their pair was scored, yet the pair file scores no such pair (another
-    pair file than the report was given, or a row taken out of it since). Each is a valid verdict all the
-    same, merged as a new pair; the warning names the file, each sheet row and its item ids."""
+    """Warn of the rows of ``fresh`` (merged as new pairs of ``split``) whose ``overrule`` cell is true
+    (``asked``, sheet rows): the page marked them where their pair was scored, yet the pair file scores no
+    such pair (another pair file than the report was given, or a row taken out of it since). Each is merged
+    as a new pair all the same: a training pair the editor's verdict, a validation or test pair one that
+    judges the report and acts as no verdict. The warning names the file, each sheet row and its item ids,
+    and what the rows became."""
     if not asked or "id_a" not in fresh.columns or "id_b" not in fresh.columns:
         return
     rows = fresh.attrs.get("rows") or []
@@ -290,8 +292,13 @@ def _warn_unscored_overrules(
     if named:
         warn(
             f"{filled}: {len(named)} row(s) marked overrule on a pair nobody scored in {pairs_file}, merged "
-            "as new pairs, each the editor's verdict all the same (the page showed them scored: was it "
-            "given another pair file, or was the pair taken out of it since?): " + "; ".join(named)
+            + (
+                "as new training pairs, each the editor's verdict all the same"
+                if split == "train"
+                else f"as new {split} pairs, which judge the report and act as no verdict"
+            )
+            + " (the page showed them scored: was it given another pair file, or was the pair taken out of "
+            "it since?): " + "; ".join(named)
         )
 
 

@@ -594,6 +594,30 @@ def test_a_row_marked_overrule_on_a_pair_nobody_scored_is_merged_new_with_a_warn
     assert _acting(pairs) == ({("n8", "n9")}, {("n6", "n7")})
 
 
+def test_a_row_marked_overrule_on_an_unscored_pair_merged_into_validation_is_said_to_act_as_no_verdict(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The warning on an overrule mark for a pair nobody scored said the row was merged as "the editor's
+    verdict all the same", under ``--split validation`` too, where a pair judges the report and never acts
+    as a verdict. It says what the row became in the split it went to."""
+    from nlsim.annotation.merge import merge_annotations
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    path = _marks_sheet(tmp_path / "marks.csv", [("n6", "n7", "0", "true")])
+    with caplog.at_level("WARNING", logger="nlsim"):
+        merge_annotations(path, pairs, split="validation", log=lambda _: None)
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1, warned
+    assert "verdict all the same" not in warned[0], warned[0]
+    assert "merged as new validation pairs, which judge the report and act as no verdict" in warned[0]
+    with caplog.at_level("WARNING", logger="nlsim"):
+        caplog.clear()
+        training = _scored_file(tmp_path / "other.tsv")
+        merge_annotations(path, training, log=lambda _: None)
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert "merged as new training pairs, each the editor's verdict all the same" in warned[0], warned
+
+
 def _marks_on(path: Path, rows: list[tuple[str, str, str, str, str, str]], hashed: bool = True) -> Path:
     """A page export at ``path`` of ``rows`` (id_a, id_b, text_a, text_b, score, overrule) by bob, marked
     in two minutes; without ``hashed``, a drawn file's columns (no hashes, mark times or overrule)."""
