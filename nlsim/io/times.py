@@ -272,11 +272,12 @@ def _year_first(text: str) -> bool:
     return YEAR_FIRST.match(moved) is not None or CJK_DATE.match(moved) is not None
 
 
-def _without_weekday(text: str) -> tuple[str, str | None]:
+def _without_weekday(text: str, shown: str | None = None) -> tuple[str, str | None]:
     """``text``, a time written year first, without the day of the week after its date (``2024年5月1日(水)
     08:30``, ``2024/05/01(水) 08:30``: :func:`_cjk_weekday`), after its time of day (``2024/05/01 08:30
     (Wed)``: :func:`_weekday_after_date`) or before its date (``Wed, 2024-05-01 08:30``:
-    :func:`_weekday_before_date`), or the reason it is refused.
+    :func:`_weekday_before_date`), or the reason it is refused, naming the time as ``shown`` (``text`` when
+    none: the time as the file writes it, before a Minguo year was read).
 
     >>> _without_weekday("2024/05/01(水) 08:30"), _without_weekday("2024年5月1日星期三")
     (('2024/05/01 08:30', None), ('2024年5月1日', None))
@@ -284,16 +285,17 @@ def _without_weekday(text: str) -> tuple[str, str | None]:
     (('2024/05/01 (08:30)', None), ('2024/05/01 08:30', None))
     """
     written = text
+    named = shown or text
     text, dated = _weekday_before_date(text)
     after = LEADING_WEEKDAY.sub("", written, count=1)
     if dated is not None and _without_weekday(after) != (after, None):  # Wed 2024-05-01 08:00 (Wed)
-        return written, f"time {written!r:.40} says its day of the week twice, before and after: {WRITE_ISO}"
+        return written, f"time {named!r:.40} says its day of the week twice, before and after: {WRITE_ISO}"
     if dated is None:
         text, dated = _weekday_after_date(text)
     dated = dated or CJK_DATE.match(text) or WEEKDAY_DATE.match(text)
     if dated is None:
         return text, None
-    rest, reason = _cjk_weekday(text, dated, written)
+    rest, reason = _cjk_weekday(text, dated, named)
     if reason is not None or rest == text[dated.end() :]:
         return written, reason
     return (text[: dated.end()].rstrip() + " " + rest).rstrip(), None
@@ -366,11 +368,12 @@ def _cjk_mark_before_hour(text: str) -> tuple[str, str]:
     return f"{date} {after['mark']}{after['hour']}{after['clock']}{text[after.end() :]}", "after"
 
 
-def _cjk_twelve_hour(text: str) -> tuple[str, str | None]:
+def _cjk_twelve_hour(text: str, shown: str | None = None) -> tuple[str, str | None]:
     """``text``, a time written year first, with its time of day on a Chinese, Japanese or Korean 12-hour
     clock (:data:`CJK_TWELVE_HOUR`; its mark after the time, :data:`CJK_MARK_AFTER`, read as before the
     hour) written on the 24-hour clock, or the reason it is refused: an hour its mark does not hold
-    (:data:`CJK_HOURS`), or a mark both before the hour and after the time.
+    (:data:`CJK_HOURS`), or a mark both before the hour and after the time (naming the time as ``shown``,
+    ``text`` when none).
 
     >>> _cjk_twelve_hour("2024/5/1 下午 03:20:00"), _cjk_twelve_hour("2024年5月1日上午12時10分")
     (('2024/5/1 15:20:00', None), ('2024年5月1日 00時10分', None))
@@ -388,13 +391,14 @@ def _cjk_twelve_hour(text: str) -> tuple[str, str | None]:
     hours, held = CJK_HOURS[mark]
     if hour not in hours:
         return written, (
-            f"time {written!r:.40} has {mark!r} {where} the hour {hour}, which {mark} does not hold one way "
-            f"(it holds {held}): write the time on the 24-hour clock without {mark!r}, or {WRITE_ISO}"
+            f"time {shown or written!r:.40} has {mark!r} {where} the hour {hour}, which {mark} does not hold "
+            f"one way (it holds {held}): write the time on the 24-hour clock without {mark!r}, or {WRITE_ISO}"
         )
     if CJK_MARK_AFTER.match(f"{twelve['date']} {twelve['hour']}{text[twelve.end('hour') :]}"):
         return (
             written,
-            f"time {written!r:.40} has a 12-hour mark before the hour and after the time: {WRITE_ISO}",
+            f"time {shown or written!r:.40} has a 12-hour mark before the hour and after the time: "
+            + WRITE_ISO,
         )
     return f"{text[: twelve.end('date')]} {hours[hour]:02d}{text[twelve.end('hour') :]}", None
 
@@ -414,10 +418,10 @@ AM_PM_HOURS = {
 """The hours AM and PM hold (:data:`AM_PM`), each as the hour of the 24-hour clock it is, and in words."""
 
 
-def _am_pm(text: str) -> tuple[str, str | None]:
+def _am_pm(text: str, shown: str | None = None) -> tuple[str, str | None]:
     """``text``, a time written year first, with its time of day on the 12-hour clock with AM or PM
     (:data:`AM_PM`) written on the 24-hour clock, or the reason it is refused: an hour the mark does not
-    hold (:data:`AM_PM_HOURS`: ``15:20 PM``, ``0:20 AM``).
+    hold (:data:`AM_PM_HOURS`: ``15:20 PM``, ``0:20 AM``), naming the time as ``shown`` (``text`` when none).
 
     >>> _am_pm("2024-05-01 3:20 p.m. +09:00"), _am_pm("2024/5/1 AM 12:10:00")
     (('2024-05-01 15:20 +09:00', None), ('2024/5/1 00:10:00', None))
@@ -430,24 +434,25 @@ def _am_pm(text: str) -> tuple[str, str | None]:
     if hour not in hours:
         where = "before" if twelve["before"] else "after"
         return text, (
-            f"time {text!r:.40} has {mark!r} {where} the hour {hour}, which {mark} does not hold (it holds "
-            f"{held}): write the time on the 24-hour clock without {mark!r}, or {WRITE_ISO}"
+            f"time {shown or text!r:.40} has {mark!r} {where} the hour {hour}, which {mark} does not hold "
+            f"(it holds {held}): write the time on the 24-hour clock without {mark!r}, or {WRITE_ISO}"
         )
     return f"{twelve['date']} {hours[hour]:02d}{twelve['clock']}{text[twelve.end() :]}", None
 
 
-def _without_marks(text: str) -> tuple[str, str | None]:
+def _without_marks(text: str, shown: str | None = None) -> tuple[str, str | None]:
     """``text``, a time written year first, without the day of the week after its date or its time of day
     (:func:`_without_weekday`) and with its time of day on a 12-hour clock on the 24-hour clock
-    (:func:`_cjk_twelve_hour`, :func:`_am_pm`), or the reason either is refused.
+    (:func:`_cjk_twelve_hour`, :func:`_am_pm`), or the reason either is refused, naming the time as
+    ``shown`` (the time as the file writes it; ``text`` when none).
 
     >>> _without_marks("2024/5/1 下午 03:20:00 (三)")
     ('2024/5/1 15:20:00', None)
     """
-    text, reason = _without_weekday(text)
+    text, reason = _without_weekday(text, shown)
     if reason is None:
-        text, reason = _cjk_twelve_hour(text)
-    return (text, reason) if reason is not None else _am_pm(text)
+        text, reason = _cjk_twelve_hour(text, shown)
+    return (text, reason) if reason is not None else _am_pm(text, shown)
 
 
 MINGUO_DATE = re.compile(r"(?:中華|中华)?民[國国]\s*(\d{1,3})\s*年")
@@ -974,7 +979,7 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     if week is not None:
         return None, week
     text = _without_zone_comment(text)  # "+0800 (CST)", "+0800 CST": the offset decides
-    text, marks = _without_marks(text)
+    text, marks = _without_marks(text, written)
     if marks is not None:
         return None, marks
     cjk = CJK_DATE.match(text)

@@ -2530,6 +2530,9 @@ def test_unix_dates_24_00_is_refused_naming_the_next_days_midnight(tmp_path, wri
         ("2024/5/1 PM 03:20:00 下午", "is on a 12-hour clock"),  # was named '2024/5/1 15:20:00 下午'
         ("2024年5月1日(三) 08:00 GMT+8", "puts an offset after 'GMT'"),
         ("2024-W18-3 08:00 HKT", "names its zone 'HKT'"),  # was named '2024-05-01 08:00 HKT'
+        ("民國113年5月1日 星期四", "says '星期四'"),  # was named '2024年5月1日 星期四'
+        ("民國113年5月1日 凌晨8時", "has '凌晨' before the hour 8"),  # was named '2024年5月1日 凌晨8時'
+        ("民國113年5月1日 13:00 PM", "has 'PM' after the hour 13"),  # was named '2024年5月1日 13:00 PM'
     ],
 )
 def test_a_refused_year_first_time_is_named_as_written(tmp_path, written, said):
