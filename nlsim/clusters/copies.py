@@ -54,7 +54,7 @@ from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.order import order_keys
 from nlsim.io.cells import shown_text, unseen
 
-COPY_KEY_VERSION = 12
+COPY_KEY_VERSION = 13
 """Which definition of :func:`copy_key` grouped the copies, kept in a daily state's identity: a state whose
 copies an earlier one grouped (1: the characters that show nothing kept, a mark between two digits dropped;
 a state written then has none; 2: HTML markup read as written, ``AT&amp;T`` not ``AT&T``, and a minus sign
@@ -75,7 +75,8 @@ and a source's name with its brand beside it and a section before a source's nam
 closing its title and a dateline opening its description words of the copy, ``Floods - AP`` and
 ``Floods - Reuters`` with one description no copies; 10: a photo or video label in brackets a word of
 the copy, ``寶馬新X5首發(圖)`` no copy of ``寶馬新X5首發``; 11: some sources a feed names words of the copy,
-``- 民視新聞網``, ``- CNBC``) is paired again,
+``- 民視新聞網``, ``- CNBC``, and a box-drawing line a symbol, ``颱風 ─ 中央社`` no copy of ``颱風``) is
+paired again,
 so that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
@@ -100,11 +101,16 @@ HYPHENS = "-\u2010"
 makes the non-breaking hyphen U+2011 one): :func:`_flash` reads a word joined to a flash label by one as a
 compound."""
 
-DASHES = HYPHENS + "\u2012\u2013\u2014\u2015\u2e3a\u2e3b"
+BOX_LINES = "\u2500\u2501"
+"""The box-drawing lines ``─`` and ``━`` that desks typing in Big5 set as a dash: symbols (So), read as a
+dash (:data:`DASHES`) and as a mark (:data:`SYMBOL_MARKS`)."""
+
+DASHES = HYPHENS + "\u2012\u2013\u2014\u2015\u2e3a\u2e3b" + BOX_LINES
 """The marks a desk sets as a dash after a flash label (:data:`FLASH`), a dateline (:data:`DATELINE`) or
 before a source's name (:data:`SOURCE`), read after NFKC: the hyphens (:data:`HYPHENS`), the figure dash,
-the en and em dashes, the horizontal bar, the two- and three-em dashes (``UPDATE 1‐``, ``- Reuters``,
-``– Reuters``, ``— Reuters``, ``‐ Reuters`` typed by a word processor are one dash)."""
+the en and em dashes, the horizontal bar, the two- and three-em dashes and the box-drawing lines
+(:data:`BOX_LINES`) (``UPDATE 1‐``, ``- Reuters``, ``– Reuters``, ``— Reuters``, ``‐ Reuters`` typed by a
+word processor, ``─ 中央社`` are one dash)."""
 DASH_MARKS = re.escape(DASHES)
 """:data:`DASHES` as they go into a regular expression's brackets (``-`` escaped: no range)."""
 
@@ -249,10 +255,11 @@ the interpreter's Unicode tables (Cn: an emoji or a CJK character of a later Uni
 a private one (Co: a rare name's character a Big5 system's user-defined area maps to), each a character of
 the text."""
 
-SYMBOL_MARKS = frozenset("~|")
-"""Two symbols (Sm) a copy key reads as punctuation: the forms NFKC gives the full-width tilde ``～`` and
-bar ``｜`` a headline closes with or sets before its source (``颱風來了～``, ``颱風來了｜中央社``), which
-the wave dash ``〜`` and the slash ``／``, punctuation, are."""
+SYMBOL_MARKS = frozenset("~|" + BOX_LINES)
+"""The symbols a copy key reads as punctuation: the forms NFKC gives the full-width tilde ``～`` and bar
+``｜`` (Sm) a headline closes with or sets before its source (``颱風來了～``, ``颱風來了｜中央社``), which
+the wave dash ``〜`` and the slash ``／``, punctuation, are, and the box-drawing lines set as a dash
+(:data:`BOX_LINES`), which the em dash is."""
 
 
 def copy_key(text: str | Sequence[str]) -> str:

@@ -652,3 +652,14 @@ def test_the_sources_a_news_aggregators_feed_names_most_are_source_names():
         assert copy_key(english + credit) == copy_key(english), credit
     assert copy_key("Storm hits - Time") != copy_key("Storm hits")
     assert copy_key("颱風來了 - 新聞") != copy_key("颱風來了")
+
+
+def test_a_box_drawing_line_set_as_a_dash_is_a_dash():
+    """Desks that type in Big5 set the box-drawing line ``─`` (U+2500) or its heavy form ``━`` as a dash
+    (``颱風來了 ─ 中央社``, ``颱風─高雄停班``): a symbol, so the key kept it where it drops the em dash
+    ``—``, and a source's name after it stayed. It is read as a dash and a mark."""
+    story = copy_key("颱風來了")
+    for dash in ("\u2500", "\u2501"):
+        assert copy_key(f"颱風來了 {dash} 中央社") == story, dash
+        assert copy_key(f"颱風{dash}高雄停班") == copy_key("颱風—高雄停班"), dash
+        assert copy_key(f"比分2{dash}1") == copy_key("比分2-1") != copy_key("比分21"), dash
