@@ -526,3 +526,26 @@ def test_a_score_a_hair_below_a_six_decimal_threshold_never_shows_as_the_thresho
             "[...document.querySelectorAll('#clusters td.score')].map(td => td.textContent)"
         )
         assert sorted(scores) == ["0.881349", "0.970000"]
+
+
+def test_sorting_by_status_puts_merged_stories_first(tmp_path: Path) -> None:
+    """A daily page sorted *by status* lists merged stories first, then grown, new and regrouped ones: a
+    merged story's rank was 0, which the sort read as no rank, so merged stories came last."""
+    require_browser()
+    rows = [(f"i{k}", f"Story {k // 2} headline {k}", f"2024-08-0{1 + k // 2}T08:00Z") for k in range(8)]
+    frame = pd.DataFrame(rows, columns=["id", "title", "published_at"]).assign(source="wire", url="")
+    frame["published_at"] = pd.to_datetime(frame["published_at"], utc=True)
+    pairs = pd.DataFrame({"a": [0, 2, 4, 6], "b": [1, 3, 5, 7], "similarity": [0.95] * 4})
+    labels, clusters = batch_clusters(frame, pairs)
+    status = {"c-i0": "new", "c-i2": "merged", "c-i4": "grown", "c-i6": "regrouped"}
+    clusters["status"] = clusters["cluster_id"].map(status)
+    record = RunRecord(mode="incremental", model="m", threshold=0.9)
+    write_report(tmp_path / "r", pairs_table(frame, pairs, labels), clusters, record, frame=frame)
+    with Browser() as browser:
+        browser.open((tmp_path / "r" / "index.html").as_uri())
+        browser.evaluate(
+            "const s = document.getElementById('sort'); s.value = 'status';"
+            "s.dispatchEvent(new Event('change'))"
+        )
+        order = browser.evaluate("[...document.querySelectorAll('li.cluster')].map(li => li.dataset.cluster)")
+    assert [status[c] for c in order] == ["merged", "grown", "new", "regrouped"]

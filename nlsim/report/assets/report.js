@@ -160,6 +160,10 @@
     return a < b ? -1 : a > b ? 1 : 0;
   }
   var STATUS_ORDER = { merged: 0, grown: 1, new: 2, regrouped: 3, dissolved: 4, unchanged: 5 };
+  // a status's rank, merged first (rank 0 is a rank: an unknown status comes last)
+  function statusRank(c) {
+    return Object.prototype.hasOwnProperty.call(STATUS_ORDER, c.status) ? STATUS_ORDER[c.status] : 9;
+  }
   function cmp(a, b) {
     var s = state.sort, d = 0;
     // latest activity first: the story's last item, then its strongest link (a stronger story first)
@@ -168,7 +172,7 @@
     else if (s === "newest") d = timeCmp(b.last_published || "", a.last_published || "");
     else if (s === "oldest") d = timeCmp(a.first_published || "\uffff", b.first_published || "\uffff");
     else if (s === "score") d = (b.max_similarity || 0) - (a.max_similarity || 0);
-    else if (s === "status") d = (STATUS_ORDER[a.status] || 9) - (STATUS_ORDER[b.status] || 9);
+    else if (s === "status") d = statusRank(a) - statusRank(b);
     if (!d) d = b.size - a.size;
     if (!d) d = a.cluster_id < b.cluster_id ? -1 : a.cluster_id > b.cluster_id ? 1 : 0;
     return d;
