@@ -25,10 +25,16 @@ STORY_KINDS = (("new", "#228833"), ("grown", "#cc8800"), ("other", "#8995a3"))
 their colours."""
 
 
+def current_clusters(clusters: pd.DataFrame) -> pd.DataFrame:
+    """The clusters a report lists as current: those a daily run dissolved (listed with the members they
+    had) left out."""
+    return clusters[clusters["status"] != "dissolved"] if "status" in clusters else clusters
+
+
 def story_firsts(clusters: pd.DataFrame, zone_name: str | None) -> pd.Series:
     """Each story's time of its first item in the run's time zone (``NaT``: undated); dissolved clusters
     left out."""
-    current = clusters[clusters["status"] != "dissolved"] if "status" in clusters else clusters
+    current = current_clusters(clusters)
     column = current["first_published"] if "first_published" in current else pd.Series(None, current.index)
     return pd.to_datetime(column, utc=True).dt.tz_convert(page_zone(zone_name))
 
@@ -183,14 +189,16 @@ def size_bins(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def render_overview_png(pairs: pd.DataFrame, clusters: pd.DataFrame, record: RunRecord, path: Path) -> None:
-    """Two plots for a quick look: the pair similarities against the threshold, and the cluster sizes (one
-    bar a size, or steps of a logarithmic axis when they span more than :data:`LINEAR_SIZES`)."""
+    """Two plots for a quick look: the pair similarities against the threshold, and the current clusters'
+    sizes (one bar a size, or steps of a logarithmic axis when they span more than :data:`LINEAR_SIZES`;
+    a daily run's dissolved clusters left out)."""
     import matplotlib  # deferred: matplotlib costs ~1 s to import and only the report needs it
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # deferred: heavy or optional, loaded only when needed
     from matplotlib.ticker import MaxNLocator, ScalarFormatter
 
+    clusters = current_clusters(clusters)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
     if len(pairs):
         left.hist(pairs["similarity"].to_numpy(dtype=float), bins=40, color="#4477aa")

@@ -133,3 +133,29 @@ def test_a_wire_story_of_2000_copies_and_thousands_of_pairs_each_show_as_a_bar_o
     assert largest.get_x() <= 2000 <= largest.get_x() + largest.get_width()
     smallest = min(bars, key=lambda p: p.get_x())
     assert smallest.get_x() <= 2 < smallest.get_x() + smallest.get_width() and smallest.get_height() == 3000
+
+
+def test_the_sizes_chart_of_a_daily_run_counts_its_current_clusters_not_the_dissolved_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daily run after a model change lists the clusters it dissolved, with the members they had, at the end
+    of its clusters table: the sizes chart counted them as clusters ("3 clusters: size", a bar of size 4),
+    where the page and the run's counts hold 2. It counts the current clusters, as the stories chart does."""
+    import matplotlib.pyplot as plt
+
+    figures: list[Any] = []
+    monkeypatch.setattr(plt, "close", figures.append)  # the chart's figure, kept to read its bars
+    clusters = pd.DataFrame(
+        {
+            "status": ["new", "grown", "dissolved"],
+            "size": [2, 3, 4],
+            "first_published": pd.to_datetime(["2024-05-01T08:00Z"] * 3, utc=True),
+        }
+    )
+    record = RunRecord(model="m", mode="incremental", threshold=0.8, counts=Counts(items_in=9, clusters=2))
+    render_overview_png(pd.DataFrame({"similarity": [0.9, 0.95]}), clusters, record, tmp_path / "o.png")
+    (overview,) = figures
+    chart = overview.axes[1]
+    assert chart.get_title() == "2 clusters: size"
+    bars = {round(p.get_x() + p.get_width() / 2): int(p.get_height()) for p in chart.patches}
+    assert bars == {2: 1, 3: 1}
