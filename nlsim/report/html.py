@@ -53,6 +53,7 @@ from collections import Counter
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pandas as pd
 
@@ -168,22 +169,39 @@ def _overview(data: dict[str, Any], record: RunRecord) -> str:
     return "".join(parts)
 
 
+def option_value(text: str) -> str:
+    """A filter option's value as the page holds it: percent-encoded UTF-8, as JavaScript's
+    ``encodeURIComponent`` writes it and the page's script reads it back (``decodeURIComponent``), so that
+    the HTML parser changes none of it (in an attribute it reads a carriage return as a line feed and a NUL
+    as U+FFFD: a source holding one would match no cluster).
+
+    >>> option_value("Daily\\rNews"), option_value("AP (UK)"), option_value("4–5")
+    ('Daily%0DNews', 'AP%20(UK)', '4%E2%80%935')
+    """
+    return quote(text, safe="-_.!~*'()")
+
+
 def _controls(data: dict[str, Any]) -> str:
     statuses = ""
     if data["daily"]:
-        opts = "".join(f"<option value='{s}' title='{esc(STATUS_TEXT[s])}'>{s}</option>" for s in STATUSES)
+        opts = "".join(
+            f"<option value='{esc(option_value(s))}' title='{esc(STATUS_TEXT[s])}'>{s}</option>"
+            for s in STATUSES
+        )
         statuses = (
             "<label>Status <select id='f-status' data-filter='status'><option value=''>all</option>"
             f"{opts}</select></label>"
         )
-    sizes = "".join(f"<option value='{esc(b)}'>{esc(b)} items</option>" for *_, b in SIZE_BUCKETS)
+    sizes = "".join(
+        f"<option value='{esc(option_value(b))}'>{esc(b)} items</option>" for *_, b in SIZE_BUCKETS
+    )
     sources = Counter(s for c in data["clusters"] for s in c["sources"])
     src_opts = "".join(  # an option holds text only: the source between isolate marks (FSI ... PDI)
-        f"<option value='{esc(s)}'>\u2068{esc(s)}\u2069 ({n:,})</option>"
+        f"<option value='{esc(option_value(s))}'>\u2068{esc(s)}\u2069 ({n:,})</option>"
         for s, n in sorted(sources.items(), key=lambda x: (-x[1], x[0]))
     )
     periods = sorted({c["period"] for c in data["clusters"] if c["period"]})
-    period_opts = "".join(f"<option value='{esc(p)}'>{esc(p)}</option>" for p in periods)
+    period_opts = "".join(f"<option value='{esc(option_value(p))}'>{esc(p)}</option>" for p in periods)
     if any(c["period"] is None for c in data["clusters"]):
         period_opts += "<option value='undated'>undated</option>"
     return (

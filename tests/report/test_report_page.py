@@ -549,3 +549,34 @@ def test_sorting_by_status_puts_merged_stories_first(tmp_path: Path) -> None:
         )
         order = browser.evaluate("[...document.querySelectorAll('li.cluster')].map(li => li.dataset.cluster)")
     assert [status[c] for c in order] == ["merged", "grown", "new", "regrouped"]
+
+
+def test_the_source_filter_finds_a_source_holding_a_carriage_return_or_a_nul(tmp_path: Path) -> None:
+    """A source as a CMS kept it, with an old Mac line break or a NUL inside (the report keeps its text as
+    written): the filter's option held it in an attribute, which the browser reads with the return as a line
+    feed and the NUL as U+FFFD, so picking that source showed "No cluster matches". It shows its cluster."""
+    require_browser()
+    frame = pd.DataFrame(
+        {
+            "id": ["a", "b", "c", "d"],
+            "title": ["Flood one", "Flood two", "Fire one", "Fire two"],
+            "source": ["Daily\rNews", "Daily\rNews", "Nul\x00Wire", "Nul\x00Wire"],
+            "published_at": pd.to_datetime(["2024-08-01T08:00Z"] * 4, utc=True),
+        }
+    )
+    pairs = pd.DataFrame({"a": [0, 2], "b": [1, 3], "similarity": [0.95, 0.95]})
+    labels, clusters = batch_clusters(frame, pairs)
+    record = RunRecord(model="m", threshold=0.9)
+    write_report(tmp_path / "r", pairs_table(frame, pairs, labels), clusters, record, frame=frame)
+    with Browser() as browser:
+        browser.open((tmp_path / "r" / "index.html").as_uri())
+        found = {}
+        for k in (1, 2):
+            browser.evaluate(
+                f"(s => {{ s.selectedIndex = {k}; s.dispatchEvent(new Event('change')); }})"
+                "(document.getElementById('f-source'))"
+            )
+            found[k] = browser.evaluate(
+                "[...document.querySelectorAll('li.cluster')].map(li => li.dataset.cluster)"
+            )
+    assert found == {1: ["c-a"], 2: ["c-c"]}  # the options: the sources in the order of their names

@@ -452,13 +452,15 @@
       b.classList.toggle("on", state[b.dataset.filter] === b.dataset.value);
     });
   }
+  // a filter option's value is percent-encoded (nlsim.report.html.option_value), so that the HTML parser
+  // keeps it as the data holds it (a carriage return or a NUL in a source)
   function syncSelect(key) {
     var s = document.querySelector("select[data-filter='" + key + "']");
-    if (s) s.value = state[key];
+    if (s) s.value = encodeURIComponent(state[key]);
   }
   q.addEventListener("input", function () { state.q = q.value; apply(false); });
   document.querySelectorAll("select[data-filter]").forEach(function (s) {
-    s.addEventListener("change", function () { state[s.dataset.filter] = s.value; apply(false); });
+    s.addEventListener("change", function () { state[s.dataset.filter] = decodeURIComponent(s.value); apply(false); });
   });
   document.getElementById("sort").addEventListener("change", function (e) { state.sort = e.target.value; apply(false); });
   document.querySelectorAll("button.bar").forEach(function (b) {
