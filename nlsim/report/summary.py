@@ -164,6 +164,9 @@ def render_markdown(
     spec = columns.table("clusters")
     heads = columns.summary_columns(clusters, spec)
     rows = columns.summary_rows(clusters, spec, limit=top)
+    if not rows:  # as the page says it
+        lines += ["", "## Largest clusters", "", "No cluster: no two items of this run tell the same story."]
+        return "\n".join(lines) + "\n"
     lines += ["", f"## Largest clusters (top {len(rows)})", ""]
     lines += ["| " + " | ".join(md_cell(c.label) for c in heads) + " |"]
     lines += ["|" + "|".join("---:" if c.format in ("number", "integer") else "---" for c in heads) + "|"]

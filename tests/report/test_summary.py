@@ -210,3 +210,19 @@ def test_a_headline_with_underscores_beside_each_other_reads_as_written_never_as
     # an ``_`` beside another one or at a word's edge is never left as markup
     for title in ("__main__", "foo__", "_x_", "x___y", "__"):
         assert "_" not in md_cell(title).replace("\\_", ""), title
+
+
+def test_a_summary_of_no_cluster_says_so_instead_of_an_empty_table() -> None:
+    """A run whose items tell no story twice (a quiet day, a corpus of one item) gave "## Largest clusters
+    (top 0)" over a table of headers alone; the summary (and the flow's artifact) says there is no cluster,
+    in the words of the page."""
+    frame = pd.DataFrame({"id": ["a", "b"], "title": ["Flood", "Fire"], "published_at": [None, None]})
+    clusters = batch_clusters(frame, pd.DataFrame({"a": [], "b": [], "similarity": []}))[1]
+    record = RunRecord(run_id="batch-1", model="m", threshold=0.9, counts=Counts(items_in=2, pairs=0))
+    lines = render_markdown(pd.DataFrame(), clusters, record).splitlines()
+    assert lines[-3:] == [
+        "## Largest clusters",
+        "",
+        "No cluster: no two items of this run tell the same story.",
+    ]
+    assert not any(line.startswith("| cluster |") for line in lines)
