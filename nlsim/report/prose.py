@@ -234,9 +234,23 @@ def plain_quality(record: RunRecord) -> str:
     of the editors' same-story pairs it groups, from the report judged against the editors' pairs
     (``--judge-pairs``), else from the threshold's calibration (when the threshold in use is the calibrated
     one; it says so when the calibration's texts were converted otherwise than this run's, ``--convert``);
-    without either it says that nobody measured it."""
+    without either it says that nobody measured it. A report judged that groups none of the judged pairs (no
+    precision) says so; one whose judgement held no pair (a daily window without them) is not measured."""
     judge, cal = record.judge, record.info.threshold_calibration
-    if judge is not None and judge.precision is not None:
+    if judge is not None and judge.precision is None and judge.judged_pairs:
+        # judged, and no judged pair grouped: no precision, and none of the same-story pairs grouped (the
+        # calibration's figures do not hold for this report)
+        text = (
+            f"This report groups none of the {judge.same_story_pairs:,} pairs editors call the same story"
+            if judge.same_story_pairs
+            else "This report groups none of the pairs editors scored"
+        )
+        basis = (
+            f"judged on {judge.judged_pairs:,} of the editors' scored {split_pairs(judge.split)}, "
+            f"{judge.same_story_pairs:,} of them the same story: precision undefined (no judged pair "
+            f"grouped), recall {_fmt(judge.recall)}"
+        )
+    elif judge is not None and judge.precision is not None:
         share = in_words(judge.precision)
         text = f"{share[0].upper()}{share[1:]} of the pairs this report groups together are truly one story"
         if judge.recall is not None:
@@ -271,9 +285,14 @@ def plain_quality(record: RunRecord) -> str:
                 f"{record.conversion}: they may not hold for it"
             )
     else:
+        judged = (
+            esc(f"none of the editors' scored {split_pairs(judge.split)} could be judged")
+            if judge is not None
+            else "no <code>--judge-pairs</code>"
+        )
         return (
             "<p id='plain' class='plain'>How often this report's groupings are truly one story was not "
-            "measured for this run (no calibration of the threshold in use, no <code>--judge-pairs</code>): "
+            f"measured for this run (no calibration of the threshold in use, {judged}): "
             f"read the clusters as suggestions.{_topic_words(record)}</p>"
         )
     return (

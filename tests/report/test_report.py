@@ -324,6 +324,29 @@ def test_the_plain_line_says_how_often_a_grouping_is_one_story_or_that_nobody_me
     assert "was not measured for this run" in plain_quality(given)
 
 
+def test_the_plain_line_of_a_judged_report_that_groups_none_of_the_judged_pairs_says_so(tmp_path):
+    """A report judged against the editors' pairs that puts none of them in one cluster (a quiet day, a
+    threshold too high) has no precision (nothing grouped) and a recall of 0: the plain line read that as
+    no judgement, and said the run had "no --judge-pairs" (or gave the calibration's "about four in five"
+    instead). It says the report groups none of the pairs editors call the same story; a judgement of no
+    pair at all (a daily window without them) is named as such, not as no --judge-pairs."""
+    from nlsim.evaluation.judge import Judgement
+    from nlsim.report.prose import plain_quality
+
+    none_grouped = Judgement("p.tsv", "validation", 120, 30, None, 0.0, None)
+    line = plain_quality(RunRecord(threshold=0.9, judge=none_grouped))
+    assert "no <code>--judge-pairs</code>" not in line and "not measured" not in line
+    assert "This report groups none of the 30 pairs editors call the same story" in line
+    assert "judged on 120 of the editors&#x27; scored validation pairs, 30 of them the same story" in line
+    calibrated = RunRecord.from_dict(_card_summary(tmp_path))
+    line = plain_quality(replace(calibrated, judge=none_grouped))
+    assert "four in five" not in line and "groups none of the 30 pairs" in line
+    no_pair = Judgement("p.tsv", "validation", 0, 0, None, None, None)
+    line = plain_quality(RunRecord(threshold=0.9, judge=no_pair))
+    assert "not measured" in line and "no <code>--judge-pairs</code>" not in line
+    assert "none of the editors&#x27; scored validation pairs could be judged" in line
+
+
 def test_the_plain_line_trusts_clusters_by_size_warns_when_large_ones_are_weak_and_gives_topics() -> None:
     from nlsim.evaluation.judge import Judgement, SizePurity, TopicFigures
     from nlsim.report.prose import plain_quality
