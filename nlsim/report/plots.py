@@ -157,6 +157,9 @@ LINEAR_SIZES = 40
 """The cluster sizes ``overview.png`` draws one bar each, on a linear axis, when the largest cluster is at
 most this many items larger than the smallest; beyond, a bar for each step of a logarithmic axis
 (:func:`size_bins`), so that a story of 2,000 copies and the day's pairs are each a bar wide enough to see."""
+SIZE_TICKS = 12
+"""The cluster sizes ``overview.png`` labels each by its own tick, when there are at most this many (more:
+whole sizes in steps a locator picks)."""
 SIZE_STEPS = 24
 """The steps of the logarithmic axis of the cluster sizes (at most; :func:`size_bins`)."""
 
@@ -216,7 +219,10 @@ def render_overview_png(pairs: pd.DataFrame, clusters: pd.DataFrame, record: Run
             right.xaxis.set_major_formatter(ScalarFormatter())  # 10, 100, 1000: sizes, not powers
         else:
             right.bar(lows, counts, color="#228833")
-            right.xaxis.set_major_locator(MaxNLocator(integer=True))
+            if len(lows) <= SIZE_TICKS:  # the sizes there are, whole (one size: no fraction of an item)
+                right.set_xticks(lows, [str(n) for n in lows])
+            else:
+                right.xaxis.set_major_locator(MaxNLocator(integer=True))
         right.set_yscale("log")
     sizes_title = f"{counted(len(clusters), 'cluster', 'clusters')}: size"
     right.set(title=sizes_title, xlabel="items in the cluster", ylabel="clusters")

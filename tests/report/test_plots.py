@@ -159,3 +159,23 @@ def test_the_sizes_chart_of_a_daily_run_counts_its_current_clusters_not_the_diss
     assert chart.get_title() == "2 clusters: size"
     bars = {round(p.get_x() + p.get_width() / 2): int(p.get_height()) for p in chart.patches}
     assert bars == {2: 1, 3: 1}
+
+
+def test_the_sizes_chart_of_one_size_labels_whole_sizes_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run whose clusters are all of one size (one story of 3 items) drew its one bar over an axis labelled
+    2.6, 2.7, ... 3.4 items: the integer ticks asked for fell back to fractions for want of a second whole
+    size in view. The axis names the sizes there are, whole."""
+    import matplotlib.pyplot as plt
+
+    figures: list[Any] = []
+    monkeypatch.setattr(plt, "close", figures.append)  # the chart's figure, kept to read its axis
+    record = RunRecord(model="m", threshold=0.8, counts=Counts(items_in=3))
+    clusters = pd.DataFrame({"size": [3]})
+    render_overview_png(pd.DataFrame({"similarity": [1.0, 1.0]}), clusters, record, tmp_path / "o.png")
+    (overview,) = figures
+    chart = overview.axes[1]
+    overview.canvas.draw()
+    labels = [t.get_text() for t in chart.get_xticklabels() if t.get_text()]
+    assert labels == ["3"], labels
