@@ -323,9 +323,10 @@ _DIGITS = re.compile(r"\d*\.?\d*", re.ASCII)
 
 def shown_otherwise(text: str) -> bool:
     """Whether a spreadsheet opening a CSV file shows ``text`` (a cell as the file holds it) otherwise: as a
-    number written another way (``1E5`` as 1.00E+05, ``007`` as 7, an id of 16 digits or more without its
-    last ones, ``1.50`` as 1.5, ``(5)`` as -5), a date or time (``2024-05-01``, ``1-2``, ``MAR1``,
-    ``12:30``) or a truth value (``true`` as TRUE). A whole number as written (``12345``) shows as it is.
+    number written another way (``1E5`` as 1.00E+05, ``007`` as 7, an id of 12 digits or more in scientific
+    notation, ``202405010830`` as 2.02405E+11, and of 16 or more without its last digits, ``1.50`` as 1.5,
+    ``(5)`` as -5), a date or time (``2024-05-01``, ``1-2``, ``MAR1``, ``12:30``) or a truth value
+    (``true`` as TRUE). A whole number as written of 11 digits at most (``12345``) shows as it is.
 
     >>> [shown_otherwise(t) for t in ("1E5", "007", "2024-05-01", "SEPT2", "true", "1.50", "(5)", "1 May")]
     [True, True, True, True, True, True, True, True]
@@ -337,7 +338,8 @@ def shown_otherwise(text: str) -> bool:
     if _DIGITS.fullmatch(text):  # a number of digits and a point
         digits = sum(ch.isdigit() for ch in text)
         zeros = text[0] == "0" and text[1:2].isdigit()  # 007 as 7
-        return digits >= 16 or zeros or ("." in text and (text[-1] in "0." or text[0] == "."))
+        # 12 digits or more: in scientific notation (General format), 16 or more without the last ones too
+        return digits >= 12 or zeros or ("." in text and (text[-1] in "0." or text[0] == "."))
     return text not in ("TRUE", "FALSE")
 
 

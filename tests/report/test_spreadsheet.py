@@ -723,3 +723,14 @@ def test_control_characters_are_out_of_the_csv_files_as_out_of_report_xlsx(tmp_p
     assert changes[("a", "title", "characters")] == every and changes[("c", "title", "characters")] == every
     assert changes[("c", "title", "formula")] == ["pairs.csv", "members.csv"]
     assert changes[("a", "source", "characters")] == every
+
+
+def test_an_id_of_12_to_15_digits_that_a_spreadsheet_shows_in_scientific_notation_is_named() -> None:
+    """Excel's General format shows a whole number of 12 digits or more in scientific notation: opening
+    members.csv, the id ``202405010830`` (a date and time, as many CMSs number their items) shows as
+    2.02405E+11, and two such ids of one minute as one. Only ids of 16 digits or more were named; ids of
+    12 to 15 digits are named too. One of 11 digits shows as written."""
+    from nlsim.report.spreadsheet import shown_otherwise
+
+    assert [shown_otherwise(t) for t in ("202405010830", "20240501083012", "123456789012345")] == [True] * 3
+    assert [shown_otherwise(t) for t in ("12345678901", "2024050108")] == [False, False]
