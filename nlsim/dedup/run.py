@@ -755,6 +755,7 @@ def _search(
         rescored = int(pairs["cross_encoder"].notna().sum()) if len(pairs) else 0
         rescored += len(unread) if unread is not None else 0
     pairs, below = stages.linked(pairs, model.levels)
+    below = near_misses.within_reach(below, model.threshold.value, reranked)
     pairs = stages.with_copies(pairs, window)
     story = int((pairs["similarity"].to_numpy() >= model.threshold.value).sum())
     rerank = stages.rerank_record(model, candidates, story, rescored) if reranked else None

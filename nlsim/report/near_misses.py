@@ -8,7 +8,9 @@ them, nearest the threshold first, and the page puts them in a review queue of t
   candidate floor) whose rerank score stayed below the threshold.
 - Without one, the neighbour search goes :data:`COSINE_MARGIN` below the threshold: each item's ``k``
   nearest neighbours are the same whatever the floor, so the report's own pairs do not change, and the
-  neighbours between the floor and the threshold are the near misses.
+  neighbours between the floor and the threshold are the near misses (with topic groups the search goes on
+  down to the topic threshold: the pairs further below are topic links, not near misses,
+  :func:`within_reach`).
 
 Pairs whose two items the report already put in one cluster (through other pairs) are not missed and are
 left out. At most ``--near-misses`` pairs are kept (0: none, and the search floor is not lowered).
@@ -48,6 +50,22 @@ def search_floor(floor: float, threshold: float, reranked: bool, limit: int) -> 
     if reranked or limit <= 0:
         return floor
     return round(min(floor, threshold - COSINE_MARGIN), 9)
+
+
+def within_reach(below: pd.DataFrame, threshold: float, reranked: bool) -> pd.DataFrame:
+    """The candidate pairs below ``threshold`` that may be near misses: with a reranker, every one it
+    rescored (``below`` holds those); without one, those whose score is within :data:`COSINE_MARGIN` of the
+    threshold. A run with topic groups searches further down, to the topic threshold: the pairs between
+    are topic links, not pairs the model came close to grouping.
+
+    >>> below = pd.DataFrame({"a": [0, 1], "b": [1, 2], "similarity": [0.87, 0.65]})
+    >>> within_reach(below, 0.9, reranked=False)["b"].tolist(), len(within_reach(below, 0.9, reranked=True))
+    ([1], 2)
+    """
+    if reranked or below.empty:
+        return below
+    floor = search_floor(threshold, threshold, reranked=False, limit=1)
+    return below[below["similarity"].to_numpy() >= floor].reset_index(drop=True)
 
 
 def split(pairs: pd.DataFrame, threshold: float) -> tuple[pd.DataFrame, pd.DataFrame]:

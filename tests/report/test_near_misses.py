@@ -192,3 +192,30 @@ def test_a_pair_read_in_one_order_changes_nothing_in_the_report(
         np.testing.assert_allclose(one["similarity"], two["similarity"], atol=1e-6)
         np.testing.assert_allclose(one["cross_encoder"], two["cross_encoder"], atol=1e-6)
     assert got.summary["rerank"]["rescored"] == both.summary["rerank"]["rescored"]
+
+
+@pytest.mark.slow
+def test_a_cosine_report_with_topic_groups_lists_no_topic_link_as_a_near_miss(
+    tmp_path: Path, fast_encoder: object
+) -> None:
+    """With topic groups the neighbour search goes down to the topic threshold (0.6 here, the story
+    threshold 0.9), and every pair it found below the story threshold was a near miss: the queue of pairs
+    "the model came close to grouping" listed links of 0.65 at a threshold of 0.9. Near misses are, as
+    documented, the pairs down to 0.05 below the threshold; the topic groups keep their links."""
+    titles = [
+        "Floods hit the north of the country",
+        "Floods hit the north of the country today",
+        "Heavy rain causes floods in northern regions",
+        "Heavy rain causes floods in the northern regions",
+        "Stock markets fall sharply on Monday",
+    ]
+    stamps = pd.to_datetime([f"2024-05-01T0{k}:00Z" for k in range(len(titles))], utc=True)
+    corpus = tmp_path / "floods.parquet"
+    pd.DataFrame(
+        {"id": [f"i{k}" for k in range(len(titles))], "title": titles, "published_at": stamps}
+    ).to_parquet(corpus)
+    got = _run(corpus, tmp_path / "r", fast_encoder, threshold=0.9, topic_threshold=0.6)
+    assert got.summary["counts"]["topics"] == 1  # the two flood stories, linked below 0.9: one topic group
+    near = pd.read_parquet(got.report_dir / "near_misses.parquet")
+    assert (near["similarity"] >= 0.9 - COSINE_MARGIN - 1e-6).all(), near[["id_a", "id_b", "similarity"]]
+    assert got.summary["counts"]["near_misses"] == len(near)
