@@ -276,7 +276,7 @@ def version_rows(store: ModelStore) -> list[dict[str, Any]]:
         rows.append(
             {
                 "version": folder.name,
-                "created": info.get("created"),
+                "created": text_field(folder / STORE_JSON, "created", info.get("created")),
                 "base_model": trained.model,
                 "conversion": trained.conversion,
                 "files": store.files_problem(folder) or "ok",
@@ -326,8 +326,8 @@ def trained_from(info: dict[str, Any] | None) -> TrainedFrom:
 
 def latest_figures(path: Path, info: dict[str, Any]) -> dict[str, Any]:
     """The latest validation figures a version's ``store.json`` (``path``) keeps (``{}``: none); a
-    ``validation`` that is not an object of objects, or a figure that is not a number, is a
-    :class:`StateError` naming the file and the field.
+    ``validation`` that is not an object of objects, a figure that is not a number or a ``scorer`` that is
+    not text, is a :class:`StateError` naming the file and the field.
 
     Example:
         >>> latest_figures(Path("store.json"), {"validation": {"old": {"f1": 0.4}, "new": {"f1": 0.5}}})
@@ -349,7 +349,26 @@ def latest_figures(path: Path, info: dict[str, Any]) -> dict[str, Any]:
         value = latest.get(name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
             raise StateError(f"{path}: field 'validation.{key}.{name}': {value!r} is not a number")
+    text_field(path, f"validation.{key}.scorer", latest.get("scorer"))
     return latest
+
+
+def text_field(path: Path, field: str, value: Any) -> str | None:
+    """``value``, a field of a version's ``store.json`` (``path``) the list shows as text (``None``: not
+    recorded); anything else (an object, a list, a number written in by hand) is a :class:`StateError`
+    naming the file and the field, not a table that cannot be printed.
+
+    Example:
+        >>> text_field(Path("store.json"), "created", "2026-11-22T03:00:00+00:00")
+        '2026-11-22T03:00:00+00:00'
+        >>> text_field(Path("store.json"), "created", {"at": "2026-11-22"})
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.StateError: store.json: field 'created': {'at': '2026-11-22'} is not text
+    """
+    if value is not None and not isinstance(value, str):
+        raise StateError(f"{path}: field '{field}': {value!r} is not text")
+    return value
 
 
 def _cell(value: Any, digits: int) -> str:

@@ -171,6 +171,14 @@ def test_a_promotion_is_refused_while_a_chain_holds_the_store(store: ModelStore)
         ('{"validation": [0.4]}', "store.json: field 'validation': not an object"),
         ('{"validation": {"digest:x": 0.4}}', "store.json: field 'validation.digest:x': not an object"),
         ('{"validation": {"k": {"f1": "n/a"}}}', "field 'validation.k.f1': 'n/a' is not a number"),
+        (
+            '{"created": {"at": "2026-11-22"}}',
+            "store.json: field 'created': {'at': '2026-11-22'} is not text",
+        ),
+        (
+            '{"validation": {"k": {"scorer": ["cosine"]}}}',
+            "field 'validation.k.scorer': ['cosine'] is not text",
+        ),
     ],
 )
 def test_a_version_whose_store_json_is_damaged_is_named_with_its_field_not_a_traceback(
