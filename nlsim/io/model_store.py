@@ -291,13 +291,17 @@ class ModelStore:
 
         The history is read before the pointer moves, and a history that cannot be written puts the pointer
         back as it was: a promotion that fails leaves the store as it was (one killed between the two is
-        recorded by the next :meth:`recover`)."""
+        recorded by the next :meth:`recover`, or by the next promotion, before its own record: the version
+        it replaces stays on the stack a rollback returns along, :meth:`promotions`)."""
         v = self._dir(version)
         if not v.is_dir():
             raise ConfigError(f"cannot promote {v}: no such version")
         if not (v / STORE_JSON).is_file():  # the pointer every reader refuses (current()): never written
             raise ConfigError(f"cannot promote {v}: not registered (no {STORE_JSON}; register it first)")
         records = self.history()
+        unrecorded = self._unrecorded_promotion(records)
+        if unrecorded is not None:  # the pointer this one replaces, which a rollback must return to
+            records.append({"at": _now(), **unrecorded})
         pointer = self.root / CURRENT
         before = pointer.read_bytes() if pointer.is_file() else None
         record = {"version": v.name, "promoted_at": _now(), "reason": reason, **extra}
@@ -513,19 +517,34 @@ class ModelStore:
                 continue
             remove_tree(version)
             done.append(f"removed {version}: saved by a killed run, never registered (no {STORE_JSON})")
-        record = self.current_record()
-        if record is not None and not any(
-            r.get("decision") == "promoted"
-            and r.get("version") == record.get("version")
-            and r.get("promoted_at") == record.get("promoted_at")
-            for r in self.history()
-        ):
-            self.log({"decision": "promoted", **record, "recovered": f"from {CURRENT}, after a killed run"})
+        record = self._unrecorded_promotion(self.history())
+        if record is not None:
+            self.log(record)
             done.append(
                 f"{HISTORY}: recorded the promotion of {record.get('version')} "
                 f"({record.get('promoted_at')}), which a killed run had not written"
             )
         return done
+
+    def _unrecorded_promotion(self, records: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """The promotion ``CURRENT.json`` records, as a ``history.jsonl`` record (``recovered``), when
+        ``records`` (the history) lack it: a run killed between the two writes; ``None`` when they hold it,
+        or when there is no pointer, or one that names no registered version (:meth:`current`: a promotion
+        writes it anew)."""
+        try:
+            if self.current() is None:
+                return None
+            record = self.current_record()
+        except StateError:
+            return None
+        if record is None or any(
+            r.get("decision") == "promoted"
+            and r.get("version") == record.get("version")
+            and r.get("promoted_at") == record.get("promoted_at")
+            for r in records
+        ):
+            return None
+        return {"decision": "promoted", **record, "recovered": f"from {CURRENT}, after a killed run"}
 
     def zero_shot_dir(self) -> Path:
         """Where the zero-shot model's calibration is kept."""

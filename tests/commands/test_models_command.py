@@ -470,3 +470,23 @@ def test_a_store_whose_marker_is_damaged_is_named_as_such_not_as_missing(
             '{"written_by": "nlsim", "kind": "model-store"} into it, else give --model-store that folder'
         )
     assert (store.root / CURRENT).read_bytes() == before
+
+
+def test_a_promotion_by_hand_over_a_pointer_a_killed_chain_left_unrecorded_records_it_first(
+    store: ModelStore,
+) -> None:
+    """A chain killed between CURRENT.json and history.jsonl left v0002 current, unrecorded; a promotion by
+    hand before the next chain replaced it and lost it: the rollback then went to v0003, not to v0002, the
+    version the promotion replaced. The pointer's promotion is now recorded first (``recovered``)."""
+    pointer = {"version": "v0002-bbbbbbbb", "promoted_at": "2026-11-24T03:00:00+00:00", "reason": "beats v3"}
+    (store.root / CURRENT).write_text(json.dumps(pointer))  # what the killed chain wrote
+    assert models(store, "promote", "v0001", "--reason", "v0002 splits stories").returncode == 0
+    promoted = [r for r in store.history() if r.get("decision") == "promoted"]
+    assert [r["version"] for r in promoted] == ["v0001-aaaaaaaa", "v0003-cccccccc", "v0002-bbbbbbbb"] + [
+        "v0001-aaaaaaaa"
+    ]
+    assert promoted[2]["promoted_at"] == pointer["promoted_at"] and promoted[2]["recovered"]
+    assert store.previous() == "v0002-bbbbbbbb"
+    proc = models(store, "rollback", "--reason", "v0001 misses the market stories")
+    assert proc.returncode == 0, proc.stderr
+    assert store.current().name == "v0002-bbbbbbbb"
