@@ -19,11 +19,14 @@ Example:
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from nlsim.encoders import load_encoder
+from nlsim.encoders.registry import ALIASES
 from nlsim.errors import ConfigError
 from nlsim.evaluation.calibration import (
     TOPIC_CALIBRATION_JSON,
@@ -32,6 +35,7 @@ from nlsim.evaluation.calibration import (
     load_calibration,
 )
 from nlsim.io.model_store import ModelStore
+from nlsim.io.ownership import is_owned
 from nlsim.models.settings import CURRENT_MODEL, DEFAULT_MODEL, ModelSettings
 from nlsim.models.threshold import Levels, Threshold, resolve_threshold, resolve_topic_threshold
 from nlsim.progress import say
@@ -161,9 +165,50 @@ def _resolve_current(ms: ModelSettings) -> _Requested:
     return _Requested(name, True, None, fallback, topic)
 
 
+VERSION_LIKE = re.compile(r"^v\d+(-[0-9a-f]{8})?$")
+"""A ``--model`` that reads as a model store's version (``v0002-1a2b3c4d``, ``v0002``, ``v2``)."""
+
+
+def check_not_a_version(ms: ModelSettings) -> None:
+    """Refuse ``--model v0002`` (a name like a version of the model store ``--model-store`` names, and no
+    folder there is, nor a registry name) before it is looked up as a Hugging Face hub name, whose refusal
+    says nothing of the store: name the version's folder and the promotion that makes it current, or the
+    versions the store has. A store nlsim did not write is not read.
+
+    Example:
+        >>> import tempfile
+        >>> store = ModelStore(tempfile.mkdtemp() + "/models")
+        >>> store.claim()
+        >>> check_not_a_version(ModelSettings(name="v0002", store=str(store.root)))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.ConfigError: --model v0002: no such model folder, and not a registry name; model ...
+    """
+    name = ms.name
+    if not VERSION_LIKE.match(name) or Path(name).exists() or name.lower() in ALIASES:
+        return
+    store = ModelStore(ms.store)
+    if store.missing() is not None or not is_owned(store.root, "model-store"):
+        return
+    try:
+        folder = store.named(name)
+    except ConfigError as exc:
+        raise ConfigError(f"--model {name}: no such model folder, and not a registry name; {exc}") from None
+    quoted = shlex.quote(str(store.root))
+    raise ConfigError(
+        f"--model {name}: no such model folder, and not a registry name; {folder.name} is a version of the "
+        f"model store {store.root}: give its folder (--model {shlex.quote(str(folder))}), or make it current "
+        f"(nlsim models promote {folder.name} --model-store {quoted} --reason WHY) and run with --model "
+        "current"
+    )
+
+
 def load_model(ms: ModelSettings, encoder: Any = None) -> ModelChoice:
     """The encoder (``current``: the store's promoted model, else zero-shot e5 with the store's zero-shot
-    calibration), its reranker and the threshold; says which."""
+    calibration), its reranker and the threshold; says which. A name like a version of the model store is
+    refused, naming it (:func:`check_not_a_version`)."""
+    if ms.name != CURRENT_MODEL and encoder is None:
+        check_not_a_version(ms)
     asked = _resolve_current(ms) if ms.name == CURRENT_MODEL else _Requested(ms.name)
     if encoder is None:
         encoder = load_encoder(asked.name, backend=ms.backend, precision=ms.precision, threads=ms.threads)

@@ -490,3 +490,26 @@ def test_a_promotion_by_hand_over_a_pointer_a_killed_chain_left_unrecorded_recor
     proc = models(store, "rollback", "--reason", "v0001 misses the market stories")
     assert proc.returncode == 0, proc.stderr
     assert store.current().name == "v0002-bbbbbbbb"
+
+
+@pytest.mark.parametrize("name", ["v0002", "v0002-bbbbbbbb", "v2", "v0009"])
+def test_a_version_name_given_to_dedup_model_names_its_folder_or_the_stores_versions(
+    store: ModelStore, name: str
+) -> None:
+    """``--model v0002`` beside ``--model-store``: looked up as a Hugging Face hub name, refused as "unknown
+    model ... could not be fetched from the hub (offline? ...)", which says nothing of the store's version. It
+    names the version's folder and the promotion that makes it current, or the versions there are."""
+    (store.root.parent / "c.csv").write_text(
+        "id,title\nn1,颱風今晚登陸\nn2,颱風今晚登陸全台\n", encoding="utf-8"
+    )
+    dedup = ("dedup", "--corpus", "c.csv", "--out", "r", "--model", name, "--model-store", store.root)
+    message = command.refused(nlsim(*dedup, cwd=store.root.parent), 2, f"--model {name}:", alone=True)
+    assert "hub" not in message
+    if name == "v0009":
+        assert f"model store {store.root} has no version 'v0009'" in message
+        assert "v0001-aaaaaaaa, v0002-bbbbbbbb, v0003-cccccccc" in message
+    else:
+        assert f"--model {store.root / 'versions' / 'v0002-bbbbbbbb'}" in message
+        assert f"nlsim models promote v0002-bbbbbbbb --model-store {store.root}" in message
+        assert "--model current" in message
+    assert not (store.root.parent / "r").exists()
