@@ -32,6 +32,8 @@ from nlsim.encoders.tokenizer_cache import load_tokenizer
 from nlsim.errors import ConfigError, StateError
 from nlsim.io.manifest import MANIFEST, check_files, read_manifest
 from nlsim.io.model_cache import known_sha256
+from nlsim.io.model_store import VERSIONS, ModelStore
+from nlsim.io.ownership import is_owned
 
 DEFAULT_MODEL = "multilingual-e5-small"
 TOKENIZER_JSON = "tokenizer.json"
@@ -154,6 +156,9 @@ def _without_config(folder: Path) -> Exception:
             f"{config}: missing; nlsim saved this folder with it (the model's configuration). Restore the "
             "model folder or train again"
         )
+    store = _store_of(folder)
+    if store is not None:
+        return ConfigError(f"{folder}: a model store, not a model folder; {_store_hint(store)}")
     found = [name for name in (*WEIGHT_FILES, TOKENIZER_JSON) if (folder / name).is_file()]
     if found:
         return StateError(
@@ -161,6 +166,28 @@ def _without_config(folder: Path) -> Exception:
             "Restore the model folder whole (copy it again)"
         )
     return ConfigError(f"{folder}: not a model folder (no config.json)")
+
+
+def _store_of(folder: Path) -> Path | None:
+    """The model store ``folder`` is (its root), or whose ``versions/`` folder it is; ``None`` otherwise."""
+    for root in (folder, folder.parent if folder.name == VERSIONS else None):
+        if root is not None and is_owned(root, "model-store"):
+            return root
+    return None
+
+
+def _store_hint(root: Path) -> str:
+    """What to give ``--model`` instead of the model store ``root``: ``current`` with ``--model-store``, or
+    a version's folder (the current one named, when the store has one it can read)."""
+    try:
+        current = ModelStore(root).current()
+    except StateError:  # a damaged pointer: named where --model current reads it
+        current = None
+    which = f"{current} is the current one" if current is not None else "nlsim models list shows them"
+    return (
+        f"nlsim dedup --model current --model-store {root} reads its current model, or give --model a "
+        f"version's folder, {root / VERSIONS}/VERSION ({which})"
+    )
 
 
 def _has_vocabulary(folder: Path) -> bool:

@@ -513,3 +513,20 @@ def test_a_version_name_given_to_dedup_model_names_its_folder_or_the_stores_vers
         assert f"nlsim models promote v0002-bbbbbbbb --model-store {store.root}" in message
         assert "--model current" in message
     assert not (store.root.parent / "r").exists()
+
+
+@pytest.mark.parametrize("where", ["store", "versions"])
+def test_a_model_store_given_as_a_model_folder_is_named_as_a_store(store: ModelStore, where: str) -> None:
+    """``--model models`` (the store, or its versions/ folder) was refused as "not a model folder (no
+    config.json)", which says neither what the folder is nor what to give. It names the store, the
+    ``--model current`` that reads its promoted model and the folder of the current version."""
+    folder = store.root if where == "store" else store.root / "versions"
+    (store.root.parent / "c.csv").write_text(
+        "id,title\nn1,颱風今晚登陸\nn2,颱風今晚登陸全台\n", encoding="utf-8"
+    )
+    for args in (("dedup", "--out", "r", "--threshold", "0.9"), ("embed", "--out", "e.npy")):
+        proc = nlsim(*args, "--corpus", "c.csv", "--model", folder, cwd=store.root.parent)
+        message = command.refused(proc, 2, f"{folder}: a model store, not a model folder", alone=True)
+        assert f"--model current --model-store {store.root}" in message
+        assert str(store.root / "versions" / "v0003-cccccccc") in message
+    assert not (store.root.parent / "r").exists() and not (store.root.parent / "e.npy").exists()
