@@ -33,7 +33,7 @@ from nlsim.errors import ConfigError, StateError
 from nlsim.io.manifest import MANIFEST, check_files, read_manifest
 from nlsim.io.model_cache import known_sha256
 from nlsim.io.model_store import VERSIONS, ModelStore
-from nlsim.io.ownership import is_owned
+from nlsim.io.ownership import MARKER, is_owned
 
 DEFAULT_MODEL = "multilingual-e5-small"
 TOKENIZER_JSON = "tokenizer.json"
@@ -283,7 +283,9 @@ def check_model_files(folder: Path) -> None:
     A folder whose ``nlsim.json`` says it has a manifest must have it. A folder without one (saved by an
     nlsim older than manifests, or not by nlsim) has its weights checked against ``nlsim.json`` when it
     records their SHA-256 (:func:`check_weight_files`), and, when nlsim saved it, must hold the fast
-    tokenizer's ``tokenizer.json`` nlsim has always written (:func:`check_tokenizer_file`).
+    tokenizer's ``tokenizer.json`` nlsim has always written (:func:`check_tokenizer_file`). A folder nlsim
+    marked as its own (:data:`~nlsim.io.ownership.MARKER`) without either file lost them (nlsim always wrote
+    ``nlsim.json``): refused, not loaded unchecked.
     """
     if not folder.is_dir():
         return
@@ -296,6 +298,12 @@ def check_model_files(folder: Path) -> None:
             f"{folder / MANIFEST}: missing or unreadable, though {NLSIM_JSON} says nlsim wrote it when it "
             "saved the folder (the list of its files and their SHA-256); restore the model folder or train "
             "again"
+        )
+    if not (folder / NLSIM_JSON).is_file() and is_owned(folder, "model"):
+        raise StateError(
+            f"{folder / MANIFEST}: missing, and {NLSIM_JSON} too, though nlsim saved this folder (its "
+            f"{MARKER} says so) with both: its files cannot be checked (a copy cut short?); restore the "
+            "model folder or train again"
         )
     check_weight_files(folder)
     if (folder / NLSIM_JSON).is_file():

@@ -120,6 +120,33 @@ def test_a_folder_saved_before_manifests_still_loads(saved: Path, tmp_path: Path
 
 
 @pytest.mark.slow
+def test_a_folder_nlsim_saved_that_lost_its_manifest_and_settings_is_refused(
+    saved: Path, tmp_path: Path
+) -> None:
+    """A copy cut short, without ``manifest.json`` and ``nlsim.json`` but with nlsim's marker (nlsim writes
+    all three when it saves a folder): loaded as a plain Hugging Face folder, its files unchecked, exit 0.
+    It is refused naming the manifest."""
+    model = copy(saved, tmp_path)
+    (model / MANIFEST).unlink()
+    (model / "nlsim.json").unlink()
+    message = refused(
+        dedup(tmp_path, "models/m", "--threshold", "0.9"), "models/m/manifest.json", command="dedup"
+    )
+    assert "missing" in message and "nlsim.json" in message
+    assert not (tmp_path / "rep").exists()
+    store = ModelStore(tmp_path / "store")  # the same copy as the current version of a model store
+    store.claim()
+    version = store.new_version_dir("cd" * 32)
+    shutil.copytree(saved, version)
+    store.write_info(version, {"fingerprint": "cd" * 32})
+    store.promote(version, "test")
+    (version / MANIFEST).unlink()
+    (version / "nlsim.json").unlink()
+    proc = dedup(tmp_path, "current", "--model-store", "store", "--threshold", "0.9")
+    refused(proc, f"store/versions/{version.name}/manifest.json: missing", command="dedup")
+
+
+@pytest.mark.slow
 def test_a_folder_saved_before_manifests_needs_its_tokenizer(saved: Path, tmp_path: Path) -> None:
     """nlsim has always saved the fast tokenizer's ``tokenizer.json``: without it transformers builds another
     tokenizer from the vocabulary, and every cosine comes out near 1."""
