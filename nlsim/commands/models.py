@@ -378,10 +378,12 @@ def _cell(value: Any, digits: int) -> str:
 def run_list(args: argparse.Namespace) -> int:
     store = store_of(args)
     rows = version_rows(store)
-    if args.json:
-        print(json.dumps({"store": str(Path(store.root)), "versions": rows, "rollback_to": store.previous()}))
-        return 0
     current = next((r for r in rows if r["promoted"] == "current"), None)
+    target, refused = rollback_outlook(store, rows, current and current["version"])
+    if args.json:
+        listed = {"store": str(Path(store.root)), "versions": rows}
+        print(json.dumps({**listed, "rollback_to": target, "rollback_refused": refused}))
+        return 0
     named = "none (zero-shot)" if current is None else current["version"] + _unusable(current)
     print(f"model store {store.root}: {len(rows)} version(s), current {named}")
     print(
@@ -395,7 +397,10 @@ def run_list(args: argparse.Namespace) -> int:
             f"{r['conversion'] or '':<7} {r['scorer'] or '':<9} {_cell(r['spearman'], 2):>8} "
             f"{_cell(r['f1'], 3):>6} {_cell(r['cv_f1'], 3):>6}  {r['promoted']}{_unusable(r)}"
         )
-    say_rollback(store, rows, current and current["version"])
+    if refused is not None:
+        print(f"nlsim models rollback would be refused: {refused}")
+    elif target is not None:
+        print(f"nlsim models rollback would make {target} current again")
     return 0
 
 
@@ -404,21 +409,25 @@ def _unusable(row: dict[str, Any]) -> str:
     return "" if row["files"] == "ok" else f" (not usable: {row['files']})"
 
 
-def say_rollback(store: ModelStore, rows: list[dict[str, Any]], current: str | None) -> None:
-    """The list's last line: the version ``nlsim models rollback`` would make current, or why it would be
-    refused (none left to roll back to says nothing)."""
+def rollback_outlook(
+    store: ModelStore, rows: list[dict[str, Any]], current: str | None
+) -> tuple[str | None, str | None]:
+    """What ``nlsim models rollback`` would do, for the list's last line and its ``--json``: the version it
+    would make current (``rollback_to``), or, when it would refuse, why (``rollback_refused``: the version
+    promoted before ``current`` is gone, not registered, or not usable); ``(None, None)``: none to roll back
+    to."""
     previous = store.previous()
     found = {r["version"]: r for r in rows}
-    if previous is not None and previous in found and found[previous]["files"] != "ok":
-        print(
-            f"nlsim models rollback would be refused: {previous}, promoted before {current}, is not usable "
-            f"({found[previous]['files']}; restore its folder, or nlsim models promote VERSION makes another "
-            "one current)"
+    if previous is None:
+        return None, None
+    if previous not in found:  # gone, or its store.json removed
+        return None, (
+            f"{previous}, promoted before {current}, is no longer a registered version (nlsim models "
+            "promote VERSION makes one of those above current)"
         )
-    elif previous is not None and previous in found:
-        print(f"nlsim models rollback would make {previous} current again")
-    elif previous is not None:  # gone, or its store.json removed: the rollback is refused, so say that
-        print(
-            f"nlsim models rollback would be refused: {previous}, promoted before {current}, is no longer a "
-            f"registered version (nlsim models promote VERSION makes one of those above current)"
+    if found[previous]["files"] != "ok":
+        return None, (
+            f"{previous}, promoted before {current}, is not usable ({found[previous]['files']}; restore its "
+            "folder, or nlsim models promote VERSION makes another one current)"
         )
+    return previous, None

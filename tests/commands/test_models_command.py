@@ -68,7 +68,7 @@ def test_list_shows_each_version_its_figures_and_the_current_one(store: ModelSto
     assert lines[-1] == "nlsim models rollback would make v0001-aaaaaaaa current again"
     data = json.loads(models(store, "list", "--json").stdout)
     assert [r["version"] for r in data["versions"]] == ["v0001-aaaaaaaa", "v0002-bbbbbbbb", "v0003-cccccccc"]
-    assert data["rollback_to"] == "v0001-aaaaaaaa"
+    assert data["rollback_to"] == "v0001-aaaaaaaa" and data["rollback_refused"] is None
 
 
 @pytest.mark.slow
@@ -285,6 +285,9 @@ def test_the_list_offers_no_rollback_the_store_would_refuse(store: ModelStore) -
     assert models(store, "promote", "v0001", "--reason", "v0003 lost its figures").returncode == 0
     last = models(store, "list").stdout.strip().splitlines()[-1]
     assert last.startswith("nlsim models rollback would be refused: v0003-cccccccc, promoted before"), last
+    data = json.loads(models(store, "list", "--json").stdout)  # as the table says it: no rollback offered
+    assert data["rollback_to"] is None, data
+    assert data["rollback_refused"].startswith("v0003-cccccccc, promoted before v0001-aaaaaaaa, is no longer")
     message = command.refused(models(store, "rollback", "--reason", "x"), 2, alone=True)
     assert "v0003-cccccccc is not registered" in message and "removed by hand" in message, message
     before = (store.root / CURRENT).read_bytes()
