@@ -486,8 +486,9 @@ class ModelStore:
 
         Removes what killed writes left (:func:`nlsim.io.atomic.leftovers`) and versions saved but never
         registered (no ``store.json``; never the current one, nor one ``history.jsonl`` names, whose file was
-        removed by hand: kept, and said); in ``history.jsonl`` keeps a torn line as text in a record of its
-        own and records the promotion ``CURRENT.json`` names when its record was lost.
+        removed by hand, nor a link put there by hand: kept, and said); in ``history.jsonl`` keeps a torn
+        line as text in a record of its own and records the promotion ``CURRENT.json`` names when its record
+        was lost.
         """
         done = []
         lines = self._history_lines()
@@ -513,6 +514,12 @@ class ModelStore:
                 done.append(
                     f"kept {version}: no {STORE_JSON}, though {HISTORY} records it (the file removed by "
                     f"hand?): restore its {STORE_JSON} to use it again, or remove the folder"
+                )
+                continue
+            if version.is_symlink():  # put there by hand: a killed save is a folder, never a link
+                done.append(
+                    f"kept {version}: a link to {version.resolve()}, not a version nlsim saved (no "
+                    f"{STORE_JSON}), so never current; remove the link"
                 )
                 continue
             remove_tree(version)

@@ -348,6 +348,22 @@ def test_a_version_the_history_names_is_not_removed_as_a_killed_save(store: Mode
     assert any(line.startswith(f"removed {killed}: saved by a killed run") for line in done), done
 
 
+def test_a_link_in_versions_is_not_said_removed_as_a_killed_save(store: ModelStore, tmp_path: Path) -> None:
+    """A link to a model folder of the user's, put in versions/ by hand (no store.json): every chain's
+    recovery said 'removed ...: saved by a killed run' while the link stayed (a link is not removed as a
+    tree). A killed save is never a link: it is kept, and said so, and the folder it leads to untouched."""
+    mine = tmp_path / "mine"
+    shutil.copytree(store.root / "versions" / "v0002-bbbbbbbb", mine)
+    (mine / "store.json").unlink()
+    link = store.root / "versions" / "v0004-dddddddd"
+    link.symlink_to(mine)
+    with store.lock():
+        done = store.recover()
+    assert link.is_symlink() and (mine / "config.json").is_file()
+    assert not any(line.startswith(f"removed {link}") for line in done), done
+    assert any(line.startswith(f"kept {link}: a link to {mine}") for line in done), done
+
+
 def test_a_lost_pointer_names_the_promote_command_that_restores_it(store: ModelStore) -> None:
     """The advice for a lost ``CURRENT.json`` gives ``nlsim models promote`` with the store and a reason
     (which records why in ``history.jsonl``), not only the JSON to write by hand, and that command, run as
