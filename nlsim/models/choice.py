@@ -132,7 +132,7 @@ def _resolve_current(ms: ModelSettings) -> _Requested:
     calibration."""
     store = ModelStore(ms.store)
     missing = store.missing()
-    if missing is not None and ms.threshold is None and ms.calibration is None:
+    if missing is not None:  # a threshold given is meant for the promoted model, not for zero-shot
         raise ConfigError(
             f"--model current: {missing}; give --model-store the folder `nlsim pipeline` filled (its "
             "--model-store, default models/ under the folder it ran in), or run `nlsim pipeline "
@@ -151,8 +151,7 @@ def _resolve_current(ms: ModelSettings) -> _Requested:
     # the zero-shot model is the one the store's zero-shot calibration was made for
     name = (fallback.model if fallback is not None and fallback.model else None) or DEFAULT_MODEL
     say(
-        (f"{missing}" if missing else f"no model has been promoted in {store.root} yet")
-        + f": using zero-shot {name}"
+        f"no model has been promoted in {store.root} yet: using zero-shot {name}"
         + (" with the store's zero-shot calibration" if fallback is not None else "")
     )
     if fallback is None and ms.threshold is None and ms.calibration is None:

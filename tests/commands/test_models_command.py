@@ -549,3 +549,19 @@ def test_a_model_store_given_as_a_model_folder_is_named_as_a_store(store: ModelS
         assert f"--model current --model-store {store.root}" in message
         assert str(store.root / "versions" / "v0003-cccccccc") in message
     assert not (store.root.parent / "r").exists() and not (store.root.parent / "e.npy").exists()
+
+
+@pytest.mark.parametrize("given", [("--threshold", "0.9"), ("--calibration", "cal.json")])
+def test_a_model_store_that_does_not_exist_is_named_whatever_threshold_is_given(
+    tmp_path: Path, given: tuple[str, str]
+) -> None:
+    """``--model current --model-store modles`` (mistyped) with a threshold or a calibration file ran the
+    zero-shot model, exit 0, the threshold meant for the promoted model applied to it: the store that is
+    not there is named, whatever else is given, as without them."""
+    (tmp_path / "c.csv").write_text("id,title\nn1,storm hits the coast\nn2,storm hits the coast tonight\n")
+    cal = {"threshold": 0.8, "level": 0.8, "precision": 0.9, "recall": 0.9, "f1": 0.9, "n": 20}
+    (tmp_path / "cal.json").write_text(json.dumps({**cal, "n_positive": 8}))
+    args = ("dedup", "--corpus", "c.csv", "--out", "r", "--model", "current", "--model-store", "modles")
+    message = command.refused(nlsim(*args, *given, cwd=tmp_path), 2, alone=True)
+    assert "model store 'modles' does not exist (no such folder)" in message
+    assert not (tmp_path / "r").exists() and not (tmp_path / "modles").exists()
