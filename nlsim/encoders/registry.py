@@ -88,6 +88,9 @@ ALIASES["e5"] = "multilingual-e5-small"
 
 QUANTIZE_MODES = (None, "int8")
 _HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
+VERSION_LIKE = re.compile(r"^v\d+(-[0-9a-f]{8})?$")
+"""A name that reads as a model store's version (``v0002-1a2b3c4d``, ``v0002``, ``v2``): never a hub name
+nlsim looks up."""
 LOCAL_ROOTS = ("models",)
 """First path parts that name a local folder, never a hub organisation: ``models/x`` is where the docs and
 the model store put model folders, so a missing ``models/x`` is an error, not a hub lookup."""
@@ -447,7 +450,7 @@ def warn_off_gpu(asked: str, device: Any) -> None:
 
 def refuse_unknown(raw: str, path: Path) -> None:
     """Refuse a name that is neither a model folder nor a registry name and cannot be a hub name either (a
-    path that does not exist, e.g. ``models/x``)."""
+    path that does not exist, e.g. ``models/x``; a model store's version, e.g. ``v0002``)."""
     first = raw.split("/", 1)[0]
     looks_local = (
         raw.startswith((".", "/", "~"))
@@ -456,6 +459,13 @@ def refuse_unknown(raw: str, path: Path) -> None:
         or raw.endswith("/")
         or ("/" in raw and (Path(first).is_dir() or first in LOCAL_ROOTS))  # e.g. models/x
     )
+    if VERSION_LIKE.match(raw):
+        folder = f"models/versions/{raw if '-' in raw else raw + '-...'}"
+        raise ConfigError(
+            f"unknown model {raw!r}: no such model folder, and not a registry name; a model store's version "
+            f"is given by its folder ({folder}; nlsim models list shows them), or made current (nlsim "
+            "models promote) and read with nlsim dedup --model current"
+        )
     if looks_local or not _HUB_NAME.match(raw):
         raise ConfigError(
             f"unknown model {raw!r}: no such model folder ({path.absolute()} does not exist), and not a "

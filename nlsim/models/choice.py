@@ -19,14 +19,13 @@ Example:
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from nlsim.encoders import load_encoder
-from nlsim.encoders.registry import ALIASES
+from nlsim.encoders.registry import ALIASES, VERSION_LIKE
 from nlsim.errors import ConfigError
 from nlsim.evaluation.calibration import (
     TOPIC_CALIBRATION_JSON,
@@ -162,10 +161,6 @@ def _resolve_current(ms: ModelSettings) -> _Requested:
         )
     topic = load_calibration(store.zero_shot_dir() / TOPIC_CALIBRATION_JSON)
     return _Requested(name, True, None, fallback, topic)
-
-
-VERSION_LIKE = re.compile(r"^v\d+(-[0-9a-f]{8})?$")
-"""A ``--model`` that reads as a model store's version (``v0002-1a2b3c4d``, ``v0002``, ``v2``)."""
 
 
 def check_not_a_version(ms: ModelSettings) -> None:

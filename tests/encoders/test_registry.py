@@ -33,6 +33,27 @@ def test_current_outside_a_model_store_says_where_it_is_read(monkeypatch: pytest
         load_encoder("current")
 
 
+@pytest.mark.parametrize("name", ["v0002", "v0002-1a2b3c4d", "v2"])
+def test_a_version_name_is_not_looked_up_on_the_hub(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``nlsim embed --model v0002`` (a model store's version named as a model) was looked up on the hub and
+    refused as "could not be fetched from the Hugging Face hub (offline? ...)": it says what to give."""
+    import huggingface_hub
+
+    def no_lookup(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"looked up on the hub: {args}")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", no_lookup)
+    with pytest.raises(ConfigError) as err:
+        load_encoder(name)
+    message = str(err.value)
+    assert f"unknown model {name!r}" in message and "hub" not in message
+    assert (
+        "a model store's version" in message
+        and "models/versions/" in message
+        and "--model current" in message
+    )
+
+
 def test_missing_local_path_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no such model folder"):
         load_encoder(str(tmp_path / "nope"))
