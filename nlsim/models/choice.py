@@ -33,8 +33,8 @@ from nlsim.evaluation.calibration import (
     check_threshold,
     load_calibration,
 )
-from nlsim.io.model_store import ModelStore
-from nlsim.io.ownership import is_owned
+from nlsim.io.model_store import CURRENT, HISTORY, VERSIONS, ZERO_SHOT, ModelStore
+from nlsim.io.ownership import MARKER, held_names, is_owned
 from nlsim.models.settings import CURRENT_MODEL, DEFAULT_MODEL, ModelSettings
 from nlsim.models.threshold import Levels, Threshold, resolve_threshold, resolve_topic_threshold
 from nlsim.progress import say
@@ -138,6 +138,7 @@ def _resolve_current(ms: ModelSettings) -> _Requested:
             f"--model-store {store.root}` to make one there"
         )
     store.check_kind()
+    check_a_store(store)
     current = store.current()
     if current is not None:
         say(f"current model of {store.root}: {current.name}")
@@ -194,6 +195,35 @@ def check_not_a_version(ms: ModelSettings) -> None:
         f"model store {store.root}: give its folder (--model {shlex.quote(str(folder))}), or make it current "
         f"(nlsim models promote {folder.name} --model-store {quoted} --reason WHY) and run with --model "
         "current"
+    )
+
+
+STORE_NAMES = (MARKER, CURRENT, VERSIONS, HISTORY, ZERO_SHOT)
+"""What a model store holds (:mod:`nlsim.io.model_store`): a folder holding none of them is no store."""
+
+
+def check_a_store(store: ModelStore) -> None:
+    """Refuse a ``--model-store`` folder that holds files but none a model store holds (a folder of the
+    user's, given by mistake): read as a store where no model was ever promoted, it would run the zero-shot
+    model, or send the user to train one there. An empty folder is a store not filled yet.
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> _ = (folder / "notes.txt").write_text("mine")
+        >>> check_a_store(ModelStore(folder))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.ConfigError: --model current: model store '...' is not a model store nlsim wrote (...
+    """
+    names = held_names(store.root)
+    if not names or any((store.root / name).exists() for name in STORE_NAMES):
+        return
+    more = f", ... ({len(names)} in all)" if len(names) > 3 else ""
+    raise ConfigError(
+        f"--model current: model store '{store.root}' is not a model store nlsim wrote (no {MARKER}, "
+        f"{CURRENT} or {VERSIONS}/; it holds {', '.join(names[:3])}{more}); give --model-store the folder "
+        "`nlsim pipeline` filled (its --model-store, default models/ under the folder it ran in)"
     )
 
 

@@ -565,3 +565,21 @@ def test_a_model_store_that_does_not_exist_is_named_whatever_threshold_is_given(
     message = command.refused(nlsim(*args, *given, cwd=tmp_path), 2, alone=True)
     assert "model store 'modles' does not exist (no such folder)" in message
     assert not (tmp_path / "r").exists() and not (tmp_path / "modles").exists()
+
+
+@pytest.mark.parametrize("given", [(), ("--threshold", "0.9")])
+def test_a_folder_of_other_files_given_as_the_model_store_is_not_read_as_one_never_promoted(
+    tmp_path: Path, given: tuple[str, ...]
+) -> None:
+    """``--model current --model-store docs`` (a folder of the user's files, no store in it): read as a store
+    where no model was ever promoted, it ran the zero-shot model with a threshold given, or sent the user to
+    train one there (nlsim pipeline, which then refuses the folder). It is named as no model store."""
+    (tmp_path / "c.csv").write_text("id,title\nn1,storm hits the coast\nn2,storm hits the coast tonight\n")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "notes.txt").write_text("mine")
+    args = ("dedup", "--corpus", "c.csv", "--out", "r", "--model", "current", "--model-store", "docs")
+    message = command.refused(nlsim(*args, *given, cwd=tmp_path), 2, alone=True)
+    assert "model store 'docs' is not a model store nlsim wrote" in message and "notes.txt" in message
+    assert "nlsim pipeline" in message and "ever promoted" not in message
+    assert sorted(p.name for p in (tmp_path / "docs").iterdir()) == ["notes.txt"]
+    assert not (tmp_path / "r").exists()
