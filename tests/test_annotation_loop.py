@@ -256,6 +256,37 @@ def test_draw_drops_pairs_of_equal_texts_and_pairs_repeated_by_their_texts(tmp_p
     assert merge_annotations(out, pairs, log=quiet).added == len(todo)  # merge takes every drawn pair
 
 
+def test_draw_never_proposes_an_item_the_pair_file_knows_with_another_text(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An item whose text in the corpus is not its text in the pair file (a headline edited since, or a
+    corpus numbered anew) makes every drawn pair of it one the merge refuses: draw leaves it out and says
+    so, naming the pair file's row and field, and the editors' whole file merges."""
+    corpus = corpus_file(tmp_path, TITLES)
+    pairs = tmp_path / "pairs.tsv"
+    pd.DataFrame(
+        {
+            "pair_id": ["p1", "p2"],
+            "split": ["train", "train"],
+            "id_a": ["c-1", "c-4"],
+            "id_b": ["c-2", "c-6"],
+            "text_a": [TITLES[0], TITLES[3]],  # c-1 and c-4 as the corpus has them
+            "text_b": ["股市今日大漲兩成", " " + TITLES[5]],  # c-2 edited since; c-6 but for a space
+            "score": ["1", "0"],
+        }
+    ).to_csv(pairs, sep="\t", index=False)
+    out = tmp_path / "todo.csv"
+    with caplog.at_level("WARNING", logger="nlsim"):
+        draw(corpus, out, pairs, n=50)
+    todo = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert len(todo) and "c-2" not in set(todo["id_a"]) | set(todo["id_b"])
+    assert "c-6" in set(todo["id_a"]) | set(todo["id_b"])  # white space around a text is the same text
+    assert f"{corpus}: 1 item(s) have another text than in {pairs} (row 1 (text_b): c-2)" in caplog.text
+    todo["score"] = "0.5"
+    todo.to_csv(out, index=False)
+    assert merge_annotations(out, pairs, log=quiet).added == len(todo)  # merge takes every drawn pair
+
+
 # --- 5. an editors' file without pair ids ----------------------------------------------------------
 
 

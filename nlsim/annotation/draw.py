@@ -1,7 +1,8 @@
 """Drawing new candidate pairs for the editors to score (``nlsim annotate draw``).
 
 Every corpus item's nearest neighbours (cosine of the chosen encoder, or character-bigram TF-IDF) plus random
-pairs make the candidate pool; pairs already annotated (either order, by id or by text) are removed. When the
+pairs make the candidate pool; pairs already annotated (either order, by id or by text) are removed, and
+so are the items the pair file knows by id with another text (the merge would refuse a pair of one). When the
 model carries a reranker (a fine-tuned model folder, or ``current``: the model store's promoted model), the
 pool is scored as the report scores it, on the rerank score, and the threshold is the reranker's; otherwise
 on the cosine. Then half the budget goes to the pairs nearest the threshold (where the model is least sure)
@@ -26,7 +27,7 @@ import numpy as np
 import pandas as pd
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from nlsim.annotation.validate import READ, known_pairs, read_keys
+from nlsim.annotation.validate import READ, is_blank, known_pairs, read_keys, same_text
 from nlsim.encoders import load_encoder
 from nlsim.errors import ConfigError, InputError
 from nlsim.evaluation.calibration import load_calibration
@@ -41,7 +42,7 @@ from nlsim.io.pairs import (
     normalise_text,
     pair_keys,
 )
-from nlsim.progress import counted, say
+from nlsim.progress import counted, say, warn
 from nlsim.rerank.reranker import Reranker, load_reranker
 
 TFIDF = "tfidf-char2"
@@ -321,10 +322,7 @@ def draw_candidates(
     items = load_items(corpus, text_field)
     if len(items) < 2:
         raise InputError(corpus, None, None, f"{len(items)} item(s): drawing pairs needs at least 2")
-    done: set[Any] = set()
-    if annotated:
-        scored = load_pairs(annotated)
-        done = set(known_pairs(scored)) | set(read_keys(scored["text_a"], scored["text_b"], conversion))
+    items, done = drawable(items, corpus, annotated, conversion)
     model = draw_model(scorer, model_store, rerank, threads)
     texts = convert_texts(items["text"].tolist(), conversion)
     try:
@@ -364,6 +362,67 @@ def draw_candidates(
         "annotations/GUIDELINES.md"
     )
     return DrawResult(out, len(frame), float(threshold), source, score)
+
+
+def drawable(
+    items: pd.DataFrame, corpus: str | Path, annotated: str | Path | None, conversion: str
+) -> tuple[pd.DataFrame, set[Any]]:
+    """The corpus ``items`` a draw may pair (:func:`without_changed_items`) and the keys of the pairs the
+    pair file ``annotated`` holds (none without one), by id and by text, as written and as the model reads
+    them (``conversion``); fewer than two items left is refused."""
+    if not annotated:
+        return items, set()
+    scored = load_pairs(annotated)
+    done = set(known_pairs(scored)) | set(read_keys(scored["text_a"], scored["text_b"], conversion))
+    items = without_changed_items(items, scored, annotated, corpus)
+    if len(items) < 2:
+        raise InputError(
+            corpus,
+            None,
+            None,
+            f"{len(items)} item(s) whose text is the pair file's, if it knows them: drawing pairs needs at "
+            "least 2",
+        )
+    return items, done
+
+
+def without_changed_items(
+    items: pd.DataFrame, scored: pd.DataFrame, annotated: str | Path, corpus: str | Path, shown: int = 5
+) -> pd.DataFrame:
+    """``items`` less those the pair file ``annotated`` (read: ``scored``) knows by id with another text
+    (a headline edited since the pair was scored, a corpus numbered anew): the merge refuses a pair of
+    such an item (one text an item), so none is drawn. White space around a text, and a run of it holding
+    a line break, count as none (:func:`~nlsim.annotation.validate.same_text`, as the merge compares). The
+    items left out are said (:func:`~nlsim.progress.warn`), each with the pair file's row and field."""
+    if "id_a" not in scored.columns or "id_b" not in scored.columns:
+        return items
+    known: dict[str, tuple[str, int, str]] = {}  # item id: its text in the pair file, the row, the field
+    for side in ("a", "b"):
+        for row, item, text in zip(scored.index, scored[f"id_{side}"], scored[f"text_{side}"], strict=True):
+            if not is_blank(item):
+                known.setdefault(str(item).strip(), (str(text), int(row) + 1, f"text_{side}"))
+    changed: list[tuple[str, int, str]] = []
+    keep: list[bool] = []
+    for item, text in zip(items["id"], items["text"], strict=True):
+        there = known.get(str(item).strip())
+        differs = there is not None and not same_text(str(text), there[0])
+        keep.append(not differs)
+        if there is not None and differs:
+            changed.append((str(item), there[1], there[2]))
+    if changed:
+        named = [f"row {row} ({field}): {item}" for item, row, field in sorted(changed, key=_by_row)]
+        listed = ", ".join(named[:shown]) + (" ..." if len(named) > shown else "")
+        warn(
+            f"{corpus}: {len(changed)} item(s) have another text than in {annotated} ({listed}) and are left "
+            "out of the draw: a merge refuses a pair of an item given another text than the pair file's "
+            "(one text an item)"
+        )
+    return items[keep].reset_index(drop=True)
+
+
+def _by_row(change: tuple[str, int, str]) -> tuple[int, str]:
+    """A left-out item's place in the pair file: its row, then its field."""
+    return change[1], change[2]
 
 
 def check_out(out: str | Path) -> None:
