@@ -214,6 +214,22 @@ def test_draw_never_overwrites_an_editors_scores_or_a_foreign_file(tmp_path: Pat
         draw(corpus, corpus)
 
 
+@pytest.mark.parametrize("column", ["notes", "annotator"])
+def test_draw_never_overwrites_an_editors_notes_or_name_before_any_score(tmp_path: Path, column: str) -> None:
+    """An editor who has begun a drawn file (a note on a pair, their name) but given no score yet has
+    work in it all the same: draw refuses to write over it, naming the cells."""
+    corpus = corpus_file(tmp_path, TITLES)
+    out = tmp_path / "todo.csv"
+    draw(corpus, out)
+    todo = pd.read_csv(out, dtype=str, keep_default_na=False)
+    todo.loc[1, column] = "wire copy, ask the desk"
+    todo.to_csv(out, index=False)
+    before = out.read_bytes()
+    with pytest.raises(ConfigError, match=f"holds 1 filled cell\\(s\\) of {column}"):
+        draw(corpus, out)
+    assert out.read_bytes() == before
+
+
 @pytest.mark.parametrize(
     ("out", "n", "words"),
     [("todo.tsv", 5, ".csv"), ("todo.csv", 0, "-n"), ("folder.csv", 5, "folder")],

@@ -12,7 +12,8 @@ five levels: 0, 0.25, 0.5, 0.75, 1; see ``annotations/GUIDELINES.md``). A pair's
 ids: the same in every draw.
 
 Drawing refuses, before any work, an ``--out`` that is not a ``.csv`` name, a folder, or an existing file
-that is not an unscored editors' file (an editor's scores are never overwritten), and ``-n`` below 1.
+that is not an editors' file no editor has begun (an editor's scores, notes and name are never overwritten),
+and ``-n`` below 1.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from nlsim.io.pairs import (
     normalise_text,
     pair_keys,
 )
+from nlsim.io.tables import read_table
 from nlsim.progress import counted, say, warn
 from nlsim.rerank.reranker import Reranker, load_reranker
 
@@ -425,10 +427,22 @@ def _by_row(change: tuple[str, int, str]) -> tuple[int, str]:
     return change[1], change[2]
 
 
+def _editors_cells(path: Path) -> dict[str, int]:
+    """How many cells of the columns only an editor fills (``annotator``, ``notes``) the drawn file ``path``
+    holds filled, by column (those filled only)."""
+    frame = read_table(path, allowed=("csv",))
+    filled = {col: int(sum(1 for v in frame[col] if str(v).strip() != "")) for col in EDITORS_OWN}
+    return {col: n for col, n in filled.items() if n}
+
+
+EDITORS_OWN = ("annotator", "notes")
+"""The columns of a drawn file that draw leaves empty and only an editor fills, beside ``score``."""
+
+
 def check_out(out: str | Path) -> None:
     """Refuse, before any work, a ``--out`` draw must not write: a name not ending in ``.csv``, a folder,
-    a file that is not an editors' file nlsim drew, or a drawn file that already holds scores (an
-    editor's work, to be merged first)."""
+    a file that is not an editors' file nlsim drew, or a drawn file that already holds scores, notes or an
+    annotator's name (an editor's work, to be merged first)."""
     path = Path(out)
     if path.suffix.lower() != ".csv":
         raise ConfigError(f"--out {out}: draw writes a CSV file; give a name ending in .csv")
@@ -438,6 +452,14 @@ def check_out(out: str | Path) -> None:
             f"--out {out} already holds {held} score(s) filled in by an editor; refusing to overwrite "
             "them: merge it first (nlsim annotate merge) or choose another --out"
         )
+    if held == 0:
+        begun = _editors_cells(path)
+        if begun:
+            cells = ", ".join(f"{n} filled cell(s) of {col}" for col, n in begun.items())
+            raise ConfigError(
+                f"--out {out} already holds {cells} (an editor's work begun, no score yet); refusing to "
+                "overwrite them: have it scored and merged, or choose another --out"
+            )
     check_replaceable(
         path, lambda _: held == 0, what="--out", kind="drawn editors' file (nlsim annotate draw)"
     )
