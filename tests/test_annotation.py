@@ -129,6 +129,21 @@ def test_select_candidates_stratifies() -> None:
     assert got[got["stratum"] != "near-threshold"]["stratum"].value_counts().tolist() == [2] * 5
 
 
+@pytest.mark.parametrize(("size", "n"), [(14, 13), (15, 15), (16, 40), (2374, 2374)])
+def test_select_candidates_draws_every_pair_asked_that_the_pool_holds(size: int, n: int) -> None:
+    """A stratum with fewer pairs than its share (equal-count strata differ by one) leaves its shortfall to
+    the strata with pairs to spare: a small or mostly annotated corpus gives the -n pairs asked, or every
+    pair it has, never one fewer."""
+    pool = pd.DataFrame(
+        {"a": range(size), "b": range(1, size + 1), "similarity": np.random.default_rng(size).random(size)}
+    )
+    got = select_candidates(pool, n, 0.5)
+    assert len(got) == min(n, size)
+    assert not got.duplicated(["a", "b"]).any()
+    again = select_candidates(pool, n, 0.5)
+    assert got.equals(again)  # the same draw for the same seed
+
+
 def test_merge_adds_exactly_the_filled_pairs(files: tuple[Path, Path], tmp_path: Path) -> None:
     corpus, pairs = files
     out = tmp_path / "todo.csv"

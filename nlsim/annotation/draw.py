@@ -114,12 +114,32 @@ def select_candidates(
         bins = pd.qcut(rest["similarity"].rank(method="first"), q=min(strata, len(rest)), labels=False)
         per = np.full(int(bins.max()) + 1, n_rest // (int(bins.max()) + 1))
         per[: n_rest - per.sum()] += 1
+        per = _shares_held(per, np.bincount(bins.to_numpy(), minlength=len(per)))
         for b, count in enumerate(per):
             idx = rest.index[bins.to_numpy() == b]
             take = rng.choice(idx, size=min(int(count), len(idx)), replace=False)
             parts.append(rest.loc[np.sort(take)].assign(stratum=f"sim-bin-{b + 1}"))
     out = pd.concat(parts)
     return out.reset_index(drop=True)
+
+
+def _shares_held(per: np.ndarray, held: np.ndarray) -> np.ndarray:
+    """Each stratum's share ``per`` of the pairs to draw, no more than the stratum ``held``: the shortfall
+    of a stratum with fewer pairs than its share (equal-count strata differ by one) goes, one pair a
+    stratum in their order, to those with pairs to spare, so that the draw gives every pair asked that the
+    strata hold.
+
+    >>> _shares_held(np.array([3, 3, 2]), np.array([2, 3, 4])).tolist()
+    [2, 3, 3]
+    """
+    kept = np.minimum(per, held)
+    short = int(per.sum() - kept.sum())
+    while short > 0 and (kept < held).any():
+        for b in range(len(kept)):
+            if short > 0 and kept[b] < held[b]:
+                kept[b] += 1
+                short -= 1
+    return kept
 
 
 @dataclass
