@@ -27,10 +27,18 @@ import pandas as pd
 
 from nlsim.clusters.constraints import pair_key
 from nlsim.clusters.verdicts import TrainingPairs, training_pairs
-from nlsim.errors import ConfigError
+from nlsim.errors import ConfigError, InputError
 from nlsim.evaluation.metrics import convert_texts
 from nlsim.io.atomic import file_sha256
-from nlsim.io.pairs import count_once, item_id, load_pairs, split_counts, validate_pairs, warn_unsplit
+from nlsim.io.pairs import (
+    count_once,
+    item_id,
+    load_pairs,
+    normalise_text,
+    split_counts,
+    validate_pairs,
+    warn_unsplit,
+)
 from nlsim.training.config import MIN_TRAIN_PAIRS, FinetuneConfig
 
 MIN_VALIDATION_PAIRS = 3
@@ -157,11 +165,69 @@ def read_for_training(pairs_file: str | Path, every: pd.DataFrame | None = None)
     """The annotated pairs of ``pairs_file`` (``every``: already read) as training reads them: the rows that
     name no split said (they are left out), each training pair an editor overruled with the editor's newer
     score (:func:`~nlsim.clusters.verdicts.training_pairs`), and a pair given in two rows counted once
-    (:func:`~nlsim.io.pairs.count_once`). Fine-tuning, the chain and the learning curve read them so."""
+    (:func:`~nlsim.io.pairs.count_once`). Fine-tuning, the chain and the learning curve read them so. The
+    pairs' rows in the file (from 1) are kept in their table's ``attrs["rows"]`` (:data:`ROWS`), for
+    :func:`check_converted_leaks` to name."""
     every = load_pairs(pairs_file) if every is None else every
     warn_unsplit(every, TRAINING_SPLITS, pairs_file)
     read = training_pairs(pairs_file, every)
-    return replace(read, pairs=count_once(read.pairs, pairs_file).reset_index(drop=True))
+    once = count_once(read.pairs, pairs_file)
+    rows = [int(i) + 1 for i in once.index]
+    once = once.reset_index(drop=True)
+    once.attrs[ROWS] = rows
+    return replace(read, pairs=once)
+
+
+ROWS = "rows"
+"""The ``attrs`` key of a table of pairs read for training that holds each pair's row in its file (from 1)."""
+
+
+def file_rows(pairs: pd.DataFrame) -> list[int]:
+    """Each pair's row in its file (from 1): as :func:`read_for_training` kept them, else its place."""
+    rows = pairs.attrs[ROWS] if ROWS in pairs.attrs else None
+    if isinstance(rows, list) and len(rows) == len(pairs):
+        return [int(r) for r in rows]
+    return list(range(1, len(pairs) + 1))
+
+
+def check_converted_leaks(every: pd.DataFrame, rows: list[int], source: str, conversion: str) -> None:
+    """Refuse (:class:`~nlsim.errors.InputError`, naming ``source``, the row and the field) a pair of
+    ``every`` (converted: :func:`convert_pairs`) that is, as the model reads it, the pair of an earlier row
+    in another split (a training pair in Traditional characters given again in test in Simplified ones,
+    in either order), or in the same split with another score: the pair file's own check compares the
+    texts as written (:func:`~nlsim.io.pairs.load_pairs`), the model reads them converted (``conversion``),
+    so a test pair would be trained on, or one pair learnt with two scores. ``rows``: each pair's row in
+    the file (from 1)."""
+    seen: dict[tuple[str, str], tuple[int, str, float]] = {}
+    splits = ("train", "validation", "test")
+    for row, a, b, split, score in zip(
+        rows, every["text_a"], every["text_b"], every["split"], every["score"], strict=True
+    ):
+        if split not in splits:
+            continue  # a row naming no split is none of them (warn_unsplit)
+        x, y = normalise_text(str(a)), normalise_text(str(b))
+        key = (min(x, y), max(x, y))
+        if key not in seen:
+            seen[key] = (row, str(split), float(score))
+            continue
+        first, was, scored = seen[key]
+        read = f"as the model reads them, converted to one script (--convert {conversion}): {a!r} / {b!r}"
+        if was != split:
+            raise InputError(
+                source,
+                row,
+                "text_a",
+                f"the same pair as row {first} is in split {was!r} and in {split!r} {read} (a test or "
+                "validation pair must not be trained on)",
+            )
+        if abs(float(score) - scored) > 1e-9:
+            raise InputError(
+                source,
+                row,
+                "score",
+                f"the same pair as row {first} has score {float(score):g} here and {scored:g} there {read} "
+                "(one pair is scored once in a split; keep one row or settle the score)",
+            )
 
 
 def prepare_pairs(cfg: FinetuneConfig, pairs: pd.DataFrame | None = None) -> PreparedPairs:
@@ -181,9 +247,14 @@ def prepare_pairs(cfg: FinetuneConfig, pairs: pd.DataFrame | None = None) -> Pre
         data_files[str(cfg.data.pairs)] = file_sha256(cfg.data.pairs)
         if read.store is not None:
             data_files[str(read.store)] = file_sha256(read.store)
+        rows = file_rows(pairs)
     else:
-        pairs = count_once(validate_pairs(pairs, "<pairs>"), "<pairs>").reset_index(drop=True)
+        given = file_rows(pairs)  # validate_pairs numbers the rows by their place, which count_once keeps
+        once = count_once(validate_pairs(pairs, "<pairs>"), "<pairs>")
+        rows = [given[int(i)] for i in once.index]
+        pairs = once.reset_index(drop=True)
     every = convert_pairs(pairs, cfg.data.conversion)  # converted once, then split
+    check_converted_leaks(every, rows, str(cfg.data.pairs or "<pairs>"), cfg.data.conversion)
     train, val, test = split_pairs(every, cfg)
     check_trainable(train, val, cfg, str(cfg.data.pairs or "<pairs>"))
     held_out: set[str] = set()

@@ -40,7 +40,15 @@ from nlsim.io.pairs import annotations_digest
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
 from nlsim.training.config import LearningCurveConfig
-from nlsim.training.data import check_trainable, overruled_note, read_for_training, split_pairs
+from nlsim.training.data import (
+    check_converted_leaks,
+    check_trainable,
+    convert_pairs,
+    file_rows,
+    overruled_note,
+    read_for_training,
+    split_pairs,
+)
 from nlsim.training.finetune import finetune
 
 
@@ -494,7 +502,8 @@ declare(
 def check_curve_splits(pairs: pd.DataFrame, cfg: LearningCurveConfig) -> None:
     """Refuse a pair file a curve cannot use, before the first point trains: each point trains on train,
     keeps its best epoch on validation and is scored on test (at least 3 test pairs, not all of one
-    score); the largest size must fit in train, and every point must be able to train
+    score); the largest size must fit in train, no pair may be another split's once converted to one
+    script (:func:`~nlsim.training.data.check_converted_leaks`), and every point must be able to train
     (:func:`check_points_trainable`)."""
     for split in ("train", "validation", "test"):
         if not (pairs["split"] == split).any():
@@ -518,6 +527,7 @@ def check_curve_splits(pairs: pd.DataFrame, cfg: LearningCurveConfig) -> None:
             f"{len(test)} test pair(s), {scores}: Spearman needs at least 3 test pairs with different "
             "scores to score a point",
         )
+    check_converted_leaks(convert_pairs(pairs, cfg.conversion), file_rows(pairs), cfg.pairs, cfg.conversion)
     check_points_trainable(pairs, cfg)
 
 

@@ -201,6 +201,56 @@ def test_prepare_pairs_counts_a_pair_pasted_twice_once(tmp_path: Path) -> None:
     assert (len(data.train), len(data.validation), len(data.test)) == (6, 4, 2)
 
 
+SCRIPT_PAIRS = [
+    ("股市今天大漲", "股市今日大漲三成", "1", "train"),
+    ("足球聯賽開幕", "足球聯賽閉幕", "0.25", "train"),
+    ("北京房價上漲", "上海房價下跌", "0.25", "train"),
+    ("公務員考試報名", "公務員考試成績", "0.5", "train"),
+    ("新手機發佈", "手機價格下調", "0", "train"),
+    ("籃球比賽結果", "足球聯賽開幕", "0", "validation"),
+    ("股市明天大跌", "股市今天大漲", "0.5", "validation"),
+    ("颱風來了", "颱風登陸臺灣", "1", "validation"),
+    ("颱風來了", "股市明天大跌", "0", "validation"),
+    ("北京房价上涨", "公务员考试报名", "0", "test"),
+    ("手机价格下调", "新手机发布", "0", "test"),  # row 5's pair in Simplified characters, in either order
+    ("股市今日大涨", "股市明天大跌", "0.5", "test"),
+]
+
+
+def test_a_training_pair_given_again_in_the_other_script_in_test_is_refused(tmp_path: Path) -> None:
+    """A pair scored in Traditional characters in train and in Simplified ones in test is one pair to the
+    model, which reads both converted to one script (``--convert tw2sp``): it was trained on a test pair
+    and scored on it, unsaid. It is refused before training, naming the file, both rows and the field; with
+    ``--convert none`` the two are two pairs."""
+    from nlsim.errors import InputError
+    from nlsim.training.config import FinetuneConfig
+    from nlsim.training.data import prepare_pairs
+
+    pairs = tmp_path / "pairs.tsv"
+    pd.DataFrame(SCRIPT_PAIRS, columns=["text_a", "text_b", "score", "split"]).to_csv(
+        pairs, sep="\t", index=False
+    )
+    cfg = FinetuneConfig.of(pairs=str(pairs), conversion="tw2sp", calibrate_level=0.75)
+    with pytest.raises(InputError) as err:
+        prepare_pairs(cfg)
+    said = str(err.value)
+    assert said.startswith(
+        f"{pairs}: row 11, field 'text_a': the same pair as row 5 is in split 'train' and in 'test'"
+    )
+    assert "--convert tw2sp" in said
+    given = pd.read_csv(pairs, sep="\t", dtype={"score": float}, keep_default_na=False)
+    with pytest.raises(InputError, match="row 11, field 'text_a': the same pair as row 5"):
+        prepare_pairs(cfg.with_(pairs=None), given)  # a table given (a learning curve's point) too
+    data = prepare_pairs(cfg.with_(conversion="none"))
+    assert (len(data.train), len(data.validation), len(data.test)) == (5, 4, 3)
+    from nlsim.training.config import LearningCurveConfig
+    from nlsim.training.learning_curve import check_curve_splits, load_curve_pairs
+
+    curve = LearningCurveConfig(pairs=str(pairs), out=str(tmp_path / "curve"), sizes=(4,), seeds=(1,))
+    with pytest.raises(InputError, match="row 11, field 'text_a': the same pair as row 5"):
+        check_curve_splits(load_curve_pairs(pairs, log=lambda _: None), curve)  # before any point trains
+
+
 def test_training_says_the_rows_it_leaves_out_for_naming_no_split(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
