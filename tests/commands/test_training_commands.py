@@ -95,7 +95,11 @@ def test_evaluate_json(pairs_file: Path, capsys: pytest.CaptureFixture[str]) -> 
 
 @pytest.mark.slow
 def test_finetune_then_evaluate_and_calibrate(
-    pairs_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    pairs_file: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
     model = tmp_path / "model"
@@ -134,6 +138,11 @@ def test_finetune_then_evaluate_and_calibrate(
     stored = json.loads((model / "training.json").read_text())["metrics"]["reranked/test"]
     assert got["scorer"] == "reranker"
     assert got["spearman"] == pytest.approx(stored["spearman"], abs=0.05)
+    # the folder trained on texts as written, read here converted (--convert's default, tw2sp): said
+    with caplog.at_level("WARNING", logger="nlsim"):
+        assert cli(["evaluate", "--model", str(model), "--pairs", str(pairs_file), "--json"]) == 0
+    assert f"--convert tw2sp: {model} was trained on texts converted with 'none'" in caplog.text
+    capsys.readouterr()
     cal_file = tmp_path / "zero-shot.json"
     assert (
         cli(
