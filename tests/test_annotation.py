@@ -144,6 +144,45 @@ def test_select_candidates_draws_every_pair_asked_that_the_pool_holds(size: int,
     assert got.equals(again)  # the same draw for the same seed
 
 
+def test_draw_says_when_the_models_threshold_was_calibrated_on_texts_converted_otherwise(
+    files: tuple[Path, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A model folder trained and calibrated with ``--convert none`` reads the corpus converted with
+    draw's default ``tw2sp``: its threshold, which the draw centres on, is not one for those texts, as
+    ``nlsim dedup`` and ``nlsim evaluate`` warn; draw says so too."""
+    from nlsim.annotation import draw as draw_module
+    from nlsim.annotation.draw import DrawModel
+    from nlsim.evaluation.calibration import calibrate_scores, save_calibration
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    cosines, gold = np.array([0.9, 0.8, 0.85, 0.2, 0.1, 0.3]), np.array([1.0, 1.0, 1.0, 0.0, 0.0, 0.25])
+    save_calibration(calibrate_scores(cosines, gold, 0.875, "best-f1", conversion="none"), folder)
+
+    class Encoder:
+        path = str(folder)
+
+        def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
+            vectors = np.random.default_rng(0).normal(size=(len(texts), 8)).astype(np.float32)
+            return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    monkeypatch.setattr(draw_module, "draw_model", lambda *_: DrawModel("model", str(folder), Encoder()))
+    corpus, pairs = files
+    for conversion, warned in (("tw2sp", True), ("none", False)):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="nlsim"):
+            draw_candidates(
+                corpus, pairs, tmp_path / "todo.csv", n=4, scorer=str(folder), conversion=conversion
+            )
+        said = (
+            f"--convert {conversion}: the threshold of {folder} was calibrated on texts converted with 'none'"
+        )
+        assert (said in caplog.text) is warned, caplog.text
+
+
 def test_merge_adds_exactly_the_filled_pairs(files: tuple[Path, Path], tmp_path: Path) -> None:
     corpus, pairs = files
     out = tmp_path / "todo.csv"
