@@ -180,6 +180,12 @@ def test_finetune_then_evaluate_and_calibrate(
         == 0
     )
     assert json.loads(plain.read_text())["method"] == "best-f1"
+    # the fine-tuned folder (trained on texts as written) calibrated on texts converted with tw2sp: said
+    caplog.clear()
+    again = ["calibrate", "--model", str(model), "--pairs", str(pairs_file), "--level", "0.6"]
+    with caplog.at_level("WARNING", logger="nlsim"):
+        assert cli([*again, "--no-precision-check", "--out", str(tmp_path / "tw2sp.json")]) == 0
+    assert f"--convert tw2sp: {model} was trained on texts converted with 'none'" in caplog.text
 
 
 def test_evaluate_json_stays_json_when_the_correlation_is_undefined(
