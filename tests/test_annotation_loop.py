@@ -230,6 +230,25 @@ def test_draw_never_overwrites_an_editors_notes_or_name_before_any_score(tmp_pat
     assert out.read_bytes() == before
 
 
+@pytest.mark.parametrize("scored", [True, False])
+def test_draw_refuses_an_editors_file_given_as_the_pair_file(tmp_path: Path, scored: bool) -> None:
+    """An editors' file given as --pairs (a drawn file, scored or not, in place of the pair file it was
+    merged into) would make the draw propose again every pair the pair file holds, or fail on its empty
+    scores as a bad pair file: it is refused as what it is, before the corpus is read, as the merge
+    refuses it."""
+    corpus = corpus_file(tmp_path, TITLES)
+    drawn = tmp_path / "todo.csv"
+    draw(corpus, drawn)
+    if scored:
+        todo = pd.read_csv(drawn, dtype=str, keep_default_na=False)
+        todo["score"] = "0.5"
+        todo.to_csv(drawn, index=False)
+    out = tmp_path / "next.csv"
+    with pytest.raises(ConfigError, match=f"--pairs {drawn} is an editors' file"):
+        draw(tmp_path / "no-corpus-needed.tsv", out, drawn)
+    assert not out.exists()
+
+
 @pytest.mark.parametrize(
     ("out", "n", "words"),
     [("todo.tsv", 5, ".csv"), ("todo.csv", 0, "-n"), ("folder.csv", 5, "folder")],

@@ -13,7 +13,7 @@ ids: the same in every draw.
 
 Drawing refuses, before any work, an ``--out`` that is not a ``.csv`` name, a folder, or an existing file
 that is not an editors' file no editor has begun (an editor's scores, notes and name are never overwritten),
-and ``-n`` below 1.
+a ``--pairs`` that is an editors' file, and ``-n`` below 1.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from nlsim.io.pairs import (
     load_pairs,
     normalise_text,
     pair_keys,
+    read_pair_table,
 )
 from nlsim.io.tables import read_table
 from nlsim.progress import counted, say, warn
@@ -358,6 +359,7 @@ def draw_candidates(
     check_outputs_apart({"--corpus": corpus, "--pairs": annotated}, {"--out": out})
     check_out(out)
     check_writable(out, what="--out")
+    check_pairs_file(annotated)
     items = load_items(corpus, text_field)
     if len(items) < 2:
         raise InputError(corpus, None, None, f"{len(items)} item(s): drawing pairs needs at least 2")
@@ -401,6 +403,18 @@ def draw_candidates(
         "annotations/GUIDELINES.md"
     )
     return DrawResult(out, len(frame), float(threshold), source, score)
+
+
+def check_pairs_file(annotated: str | Path | None) -> None:
+    """Refuse, before the corpus is read, a ``--pairs`` that is an editors' file (a drawn file or a report
+    page's export, by its columns) in place of the annotated pair file: the draw would propose again every
+    pair the pair file holds (nothing when no ``--pairs`` is given)."""
+    if annotated and editor_file.is_editors_header(read_pair_table(annotated).columns):
+        raise ConfigError(
+            f"--pairs {annotated} is an editors' file (nlsim annotate draw, or a report page's export), not "
+            "the annotated pair file: give the pair file, whose pairs are never drawn again (merge the "
+            "editors' file into it first: nlsim annotate merge)"
+        )
 
 
 def drawable(
