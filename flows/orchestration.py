@@ -98,15 +98,36 @@ def retry_io_only(task_: Any, task_run: Any, state: Any) -> bool:
     return True
 
 
+class StageTimeout(TimeoutError):
+    """A long stage that ran past :func:`task_timeout`: the run's one line names the stage and the setting
+    (Prefect's own words, ``Scope timed out after 14400 second(s).``, named neither)."""
+
+    def __init__(self, stage: str, seconds: float, environ: Mapping[str, str] = os.environ) -> None:
+        given = (environ.get(TIMEOUT_VARIABLE) or "").strip()
+        setting = f"{TIMEOUT_VARIABLE}={given}" if given else f"the default of {TIMEOUT_VARIABLE}"
+        super().__init__(
+            f"stage {stage!r} ran past its {seconds:g} s ({setting}, the seconds a long stage may run): give "
+            f"{TIMEOUT_VARIABLE} more seconds and run again"
+        )
+
+
 def task_call(name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Run one stage as a Prefect task (see the module docstring)."""
+    """Run one stage as a Prefect task (see the module docstring); a long stage that runs past its time
+    raises :class:`StageTimeout`."""
+    from prefect.task_engine import TaskRunTimeoutError
+
     info = stage_info(name)
     options: dict[str, Any] = {"name": name, "cache_policy": NO_CACHE}
     if info is not None and info.io:
         options.update(retries=IO_RETRIES, retry_delay_seconds=2, retry_condition_fn=retry_io_only)
     if info is not None and info.expensive:
         options["timeout_seconds"] = task_timeout()
-    return task(fn, **options)(*args, **kwargs)
+    try:
+        return task(fn, **options)(*args, **kwargs)
+    except TaskRunTimeoutError:
+        if "timeout_seconds" not in options:  # not this stage's own time: raised from inside it
+            raise
+        raise StageTimeout(name, options["timeout_seconds"]) from None
 
 
 def artifact_key(text: str) -> str:

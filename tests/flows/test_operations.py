@@ -239,3 +239,37 @@ def test_a_dated_quarantine_file_is_named_by_the_runs_scheduled_day_as_the_corpu
     run, _ = _flow_run(state)
     assert run.name == "news-dedup 2026-11-23 daily"
     assert sorted(p.name for p in (tmp_path / "bad").iterdir()) == ["2026-11-23.csv"]
+
+
+@pytest.mark.slow
+def test_a_stage_past_its_timeout_fails_the_run_in_one_line_naming_the_stage_and_the_variable(
+    prefect_harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A long stage that ran past ``NLSIM_TASK_TIMEOUT_S`` ended the run as ``Scope timed out after 0.3
+    second(s).``, Prefect's words, which named neither the stage nor the setting that would give it more
+    time; the run's line now names both, and ``python -m flows.X`` ends on it, exit status 1."""
+    import time
+
+    import nlsim.dedup.run  # noqa: F401 - declares its stages, "embed" among the long ones
+    from flows.orchestration import config_flow, exit_status, task_call
+    from nlsim.training.config import LearningCurveConfig
+
+    def embed(seconds: float) -> None:
+        time.sleep(seconds)
+
+    monkeypatch.setenv("NLSIM_TASK_TIMEOUT_S", "0.3")
+    slow = config_flow(
+        lambda **params: task_call("embed", embed, 3),
+        (LearningCurveConfig,),
+        name="a-slow-stage",
+        description="one long stage",
+    )
+    state = slow(pairs=str(tmp_path / "pairs.tsv"), out=str(tmp_path / "out"), return_state=True)
+    assert state.is_failed()
+    assert state.message == (
+        "stage 'embed' ran past its 0.3 s (NLSIM_TASK_TIMEOUT_S=0.3, the seconds a long stage may run): "
+        "give NLSIM_TASK_TIMEOUT_S more seconds and run again"
+    )
+    assert exit_status("python -m flows.dedup", state) == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last == f"python -m flows.dedup: error: {state.message}"
