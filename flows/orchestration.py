@@ -87,14 +87,17 @@ def task_timeout(environ: Mapping[str, str] = os.environ) -> float:
 
 
 def retry_io_only(task_: Any, task_run: Any, state: Any) -> bool:
-    """Retry a stage that failed on I/O (a file system or network hiccup), never one that nlsim refused
-    (bad input, a broken state: the same input fails the same way again)."""
+    """Retry a stage that failed on I/O (a file system or network hiccup: an ``OSError``, a connection of
+    ``httpx``'s that dropped), never one that nlsim refused (bad input, a broken state) nor one the program
+    failed in (a ``ValueError``, a ``MemoryError``): the same input fails the same way again."""
+    import httpx  # deferred: a failed stage only (Prefect's own client, installed with it)
+
     try:
         state.result()
-    except NlsimError:
-        return False
-    except Exception:  # noqa: BLE001 - anything else may be passing
+    except (OSError, httpx.TransportError):
         return True
+    except Exception:  # noqa: BLE001 - nlsim's refusal, a bug: it would fail again
+        return False
     return True
 
 

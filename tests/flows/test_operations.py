@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -273,3 +274,39 @@ def test_a_stage_past_its_timeout_fails_the_run_in_one_line_naming_the_stage_and
     assert exit_status("python -m flows.dedup", state) == 1
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last == f"python -m flows.dedup: error: {state.message}"
+
+
+def _httpx_connect_error() -> Exception:
+    import httpx
+
+    return httpx.ConnectError("All connection attempts failed")
+
+
+def _input_error() -> Exception:
+    from nlsim.errors import InputError
+
+    return InputError("news.parquet", 7, "title", "empty text")
+
+
+@pytest.mark.parametrize(
+    ("error", "retried"),
+    [
+        (lambda: OSError(5, "Input/output error", "news.parquet"), True),
+        (lambda: ConnectionResetError(104, "Connection reset by peer"), True),
+        (_httpx_connect_error, True),
+        (lambda: ValueError("a bug"), False),
+        (lambda: KeyError("title"), False),
+        (MemoryError, False),
+        (_input_error, False),
+    ],
+)
+def test_an_io_stage_is_retried_on_io_errors_only(error: Callable[[], Exception], retried: bool) -> None:
+    """An I/O stage (``load``, ``commit``, ``report``) was retried on any error but nlsim's own: a bug of
+    the program (``ValueError``, ``KeyError``) or a ``MemoryError`` ran the stage three times, re-reading
+    the day's corpus and logging the same traceback each time, though it could only fail again. Only a
+    file system or network error (an ``OSError``, a connection that dropped) is retried now."""
+    from prefect.states import Failed
+
+    from flows.orchestration import retry_io_only
+
+    assert retry_io_only(None, None, Failed(data=error())) is retried
