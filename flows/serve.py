@@ -303,6 +303,28 @@ def check_schedule_zone(spec: dict[str, Any], flow: Any, params: dict[str, Any])
                 )
 
 
+def deployment_of(
+    spec: dict[str, Any], flow: Any, schedules: list[Any], limit: Any, options: dict[str, Any]
+) -> Any:
+    """``flow.to_deployment`` for the entry; a :class:`SpecError` naming the field for a value of a key
+    passed on as it is (:data:`PASSED`) that Prefect cannot take (``version: 2``: a traceback), or would
+    take as another (``tags: daily``, one tag without brackets: served as the tags d, a, i, l, y)."""
+    from pydantic import ValidationError
+
+    where = f"deployment {spec['name']!r}"
+    tags = options["tags"] if "tags" in options else None
+    if isinstance(tags, str):
+        raise SpecError(f"{where}: tags: give a list of tags ([{tags}]), got {tags!r}")
+    try:
+        return flow.to_deployment(name=spec["name"], schedules=schedules, concurrency_limit=limit, **options)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        key = str(error["loc"][0]) if error["loc"] else "?"
+        reason = " ".join(str(error["msg"]).split())
+        got = f", got {spec[key]!r}" if key in spec else ""
+        raise SpecError(f"{where}: {key}: {reason[:1].lower()}{reason[1:]}{got}") from None
+
+
 def build_deployments(specs: list[dict[str, Any]], only: list[str] | None = None) -> list[Any]:
     """``RunnerDeployment`` objects for :func:`prefect.serve` (optionally only the names in ``only``); a
     :class:`SpecError` for an entry that cannot be served as it is written, before any is served."""
@@ -330,9 +352,7 @@ def build_deployments(specs: list[dict[str, Any]], only: list[str] | None = None
             continue
         options = {k: spec[k] for k in PASSED if k in spec}
         options["parameters"] = params
-        deployments.append(
-            flow.to_deployment(name=spec["name"], schedules=schedules, concurrency_limit=limit, **options)
-        )
+        deployments.append(deployment_of(spec, flow, schedules, limit, options))
     unknown = [name for name in only or () if name not in named]
     if unknown:  # one misspelt among several: the others would be served and that one silently not
         raise SpecError(f"no deployment named {', '.join(unknown)} in the file")

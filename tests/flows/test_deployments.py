@@ -142,13 +142,19 @@ ENTRY = "deployments:\n- name: x\n  entrypoint: flows/dedup.py:news_dedup\n"
             ENTRY + "  schedules:\n  - cron: '0 3 * * *'\n  parameters:\n    corpus: a/{date}.parquet\n",
             "out: required by the flow 'news-dedup' and not given: every scheduled run would fail",
         ),
+        (  # one tag without brackets: it was served as the tags d, a, i, l, y
+            ENTRY + "  tags: daily\n",
+            "tags: give a list of tags ([daily]), got 'daily'",
+        ),
+        (ENTRY + "  version: 2\n", "version: input should be a valid string, got 2"),  # was a traceback
+        (ENTRY + "  description: [a, b]\n", "description: input should be a valid string, got ['a', 'b']"),
     ],
     ids=[
         *("no-file", "no-function", "no-flow", "cron", "typo", "zone", "zone-machine", "timezone-machine"),
         *("zone-posix", "zone-standard"),
         *("interval", "limit", "param", "key"),
         *("needs-state", "needs-ivf", "needs-report", "out-needs-report", "timezone-value", "k-value"),
-        *("k-type", "date-value", "required"),
+        *("k-type", "date-value", "required", "tags", "version", "description"),
     ],
 )
 @pytest.mark.parametrize("listing", [["--list"], []], ids=["list", "serve"])
