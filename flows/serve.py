@@ -65,6 +65,11 @@ def load_specs(path: str | Path = DEFAULT_FILE) -> list[dict[str, Any]]:
         for key in ("name", "entrypoint"):
             if not spec.get(key):
                 raise SpecError(f"{path}: a deployment lacks {key!r}: {spec}")
+        if not isinstance(spec["name"], str):  # name: 2026, a number to YAML: a traceback from Prefect
+            name = spec["name"]
+            raise SpecError(
+                f"{path}: deployment {name}: name: give it as text, in quotes ('{name}'), got {name!r}"
+            )
     return specs
 
 

@@ -572,3 +572,21 @@ def test_serve_takes_one_name_for_deployments_of_two_flows(
     assert main(["--file", str(path), "--list"]) == 0
     out = capsys.readouterr().out
     assert "news-dedup/x:" in out and "news-pipeline/x:" in out, out
+
+
+def test_serve_refuses_a_deployment_name_that_is_not_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``name: 2026`` (YAML reads it as a number) ended serve, in --list too, in a traceback from Prefect
+    (AttributeError: 'int' object has no attribute 'endswith'); it is refused in one line naming the file
+    and the field, exit status 2."""
+    path = tmp_path / "prefect.yaml"
+    path.write_text(
+        ENTRY.replace("name: x", "name: 2026") + "  parameters:\n    corpus: a.parquet\n    out: o\n"
+    )
+    assert main(["--file", str(path), "--list"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == (
+        f"python -m flows.serve: error: {path}: deployment 2026: name: give it as text, in quotes ('2026'), "
+        "got 2026\n"
+    ), err
