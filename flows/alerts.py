@@ -156,8 +156,9 @@ class AlertError(ValueError):
 
 
 def check_slug(slug_name: str) -> None:
-    """Refuse a ``--notify`` block that is not written ``TYPE/NAME``."""
-    if "/" not in slug_name:
+    """Refuse a ``--notify`` block that is not written ``TYPE/NAME``: one slash, text on both sides."""
+    kind, slash, name = slug_name.partition("/")
+    if not (slash and kind.strip() and name.strip()) or "/" in name:
         raise AlertError(f"--notify {slug_name!r}: give the block as TYPE/NAME, e.g. slack-webhook/newsroom")
 
 
