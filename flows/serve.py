@@ -291,7 +291,8 @@ def check_schedule_zone(spec: dict[str, Any], flow: Any, params: dict[str, Any])
     """Refuse a dated entry whose schedule runs on one clock and whose ``{date}`` is taken on another: a
     ``cron: '30 0 * * *'`` in Asia/Taipei with ``timezone`` left at UTC starts at 16:30 UTC the day before,
     and would read the day before's corpus. ``{date}`` is the scheduled day in the ``timezone`` parameter,
-    so an entry with a ``{date}`` in ``corpus`` or ``quarantine`` must set it to its schedules' zone."""
+    so an entry with a ``{date}`` in ``corpus`` or ``quarantine`` must set it to its cron schedules' zone
+    (an ``interval`` starts at every hour alike: its zone is not checked)."""
     for cls in getattr(flow.fn, "configurations", ()):
         values = {o.name: o.default for o in options_of(cls)} | params
         if "timezone" not in values:
@@ -299,6 +300,8 @@ def check_schedule_zone(spec: dict[str, Any], flow: Any, params: dict[str, Any])
         if not any(has_date(str(values.get(k) or "")) for k in ("corpus", "quarantine")):
             return
         for i, s in enumerate(spec.get("schedules") or [], 1):
+            if not s.get("cron"):  # an interval starts at any hour: its zone names no day of its runs
+                continue
             zone = str(s.get("timezone") or "UTC")
             if not same_days(zone, str(values["timezone"])):
                 raise SpecError(

@@ -590,3 +590,19 @@ def test_serve_refuses_a_deployment_name_that_is_not_text(
         f"python -m flows.serve: error: {path}: deployment 2026: name: give it as text, in quotes ('2026'), "
         "got 2026\n"
     ), err
+
+
+@pytest.mark.parametrize("zone", [None, "UTC", "Europe/London"])
+def test_serve_takes_a_dated_entry_on_an_interval_whatever_the_intervals_zone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], zone: str | None
+) -> None:
+    """An hourly run (``interval: 3600``) takes ``{date}`` in ``timezone`` at whatever hour it starts: no
+    clock of its schedule names another day. A Taipei entry on an interval without a zone was refused as
+    'in UTC', with the advice to set ``timezone: UTC``, which would have read the day before's corpus
+    until 08:00 in Taipei; it is served."""
+    path = tmp_path / "prefect.yaml"
+    schedule = "  schedules:\n  - interval: 3600\n" + (f"    timezone: {zone}\n" if zone else "")
+    params = "  parameters:\n    corpus: a/{date}.parquet\n    out: o\n    timezone: Asia/Taipei\n"
+    path.write_text(ENTRY + schedule + params)
+    assert main(["--file", str(path), "--list"]) == 0, capsys.readouterr().err
+    assert "news-dedup/x: flows/dedup.py:news_dedup - every 1:00:00" in capsys.readouterr().out
