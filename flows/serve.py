@@ -190,8 +190,9 @@ def concurrency_of(spec: dict[str, Any]) -> Any:
 def check_parameters(spec: dict[str, Any], flow: Any) -> dict[str, Any]:
     """The entry's ``parameters``, each the name of a parameter of its flow (a misspelt one would make
     every run of the deployment fail, the first one hours later on its schedule), and none that does
-    nothing as the others stand (``use_gpu`` with ``report: false``), as the command line refuses it, and
-    every value a run would refuse (:func:`check_values`)."""
+    nothing as the others stand (``use_gpu`` with ``report: false``), as the command line refuses it, no
+    ``date`` on a schedule (each scheduled run would run that one day again), and every value a run would
+    refuse (:func:`check_values`)."""
     params = spec.get("parameters") or {}
     if not isinstance(params, dict):
         raise SpecError(f"deployment {spec['name']!r}: 'parameters' must be a mapping of name: value")
@@ -202,6 +203,12 @@ def check_parameters(spec: dict[str, Any], flow: Any) -> dict[str, Any]:
             f"deployment {spec['name']!r}: {', '.join(unknown)}: not a parameter of the flow {flow.name!r} "
             "(its parameters: the settings of its configuration by their flat names, e.g. "
             f"{', '.join(sorted(known)[:6])}, ...)"
+        )
+    if "date" in params and params["date"] is not None and scheduled(spec):
+        raise SpecError(
+            f"deployment {spec['name']!r}: date: {str(params['date'])!r} on a schedule: every scheduled run "
+            "would run that day again (without it, each takes its scheduled day); leave date out, and give "
+            "it to a run by hand (prefect deployment run ... --param date=YYYY-MM-DD)"
         )
     for cls in getattr(flow.fn, "configurations", ()):
         values = {o.name: o.default for o in options_of(cls)} | params

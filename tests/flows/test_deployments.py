@@ -147,6 +147,11 @@ ENTRY = "deployments:\n- name: x\n  entrypoint: flows/dedup.py:news_dedup\n"
             "tags: give a list of tags ([daily]), got 'daily'",
         ),
         (ENTRY + "  version: 2\n", "version: input should be a valid string, got 2"),  # was a traceback
+        (  # a day pinned on a schedule: every scheduled run ran that day again, all seen, exit 0
+            ENTRY + "  schedules:\n  - cron: '30 6 * * *'\n  parameters:\n    corpus: a/{date}.parquet\n"
+            "    out: o\n    state: s\n    date: '2026-11-22'\n",
+            "date: '2026-11-22' on a schedule: every scheduled run would run that day again",
+        ),
         (ENTRY + "  description: [a, b]\n", "description: input should be a valid string, got ['a', 'b']"),
     ],
     ids=[
@@ -154,7 +159,7 @@ ENTRY = "deployments:\n- name: x\n  entrypoint: flows/dedup.py:news_dedup\n"
         *("zone-posix", "zone-standard"),
         *("interval", "limit", "param", "key"),
         *("needs-state", "needs-ivf", "needs-report", "out-needs-report", "timezone-value", "k-value"),
-        *("k-type", "date-value", "required", "tags", "version", "description"),
+        *("k-type", "date-value", "required", "tags", "version", "fixed-date", "description"),
     ],
 )
 @pytest.mark.parametrize("listing", [["--list"], []], ids=["list", "serve"])
