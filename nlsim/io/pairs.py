@@ -48,7 +48,7 @@ from nlsim.io.cells import (
     text_control,
 )
 from nlsim.io.corpus_schema import spelt_otherwise
-from nlsim.io.tables import read_table, text_columns
+from nlsim.io.tables import read_table, separator_hint, text_columns
 from nlsim.progress import warn
 
 REQUIRED = ("text_a", "text_b", "score")
@@ -132,7 +132,9 @@ def validate_pairs(
     """
     missing = [c for c in REQUIRED if c not in frame.columns]
     if missing:
-        raise InputError(source, None, missing[0], f"missing column(s) {', '.join(missing)}")
+        # a file read as one column was written with another separator than its name says: say which
+        hint = separator_hint(source, str(frame.columns[0])) if len(frame.columns) == 1 else ""
+        raise InputError(source, None, missing[0], f"missing column(s) {', '.join(missing)}{hint}")
     frame = frame.reset_index(drop=True).copy()
     if "pair_id" not in frame.columns:
         frame.insert(0, "pair_id", [f"row-{i + 1}" for i in range(len(frame))])

@@ -385,3 +385,27 @@ def test_a_pair_file_with_one_id_column_of_the_two_is_refused(tmp_path: Path, ha
     with pytest.raises(InputError) as err:
         load_pairs(path)
     assert err.value.field == lacks and "missing column" in err.value.reason
+
+
+@pytest.mark.parametrize(
+    ("name", "sep", "said"),
+    [
+        ("pairs.csv", ";", "the file looks semicolon-separated, but a .csv is read comma-separated"),
+        ("pairs.tsv", ",", "looks comma-separated, but a .tsv is read tab-separated: rename it .csv"),
+        ("pairs.csv", "\t", "looks tab-separated, but a .csv is read comma-separated: rename it .tsv"),
+    ],
+)
+def test_a_pair_file_written_with_another_separator_is_named_so(
+    tmp_path: Path, name: str, sep: str, said: str
+) -> None:
+    """A pair file saved with another separator than its name says (Excel in a locale that writes ``;``, a
+    ``.tsv`` written with commas) is read as one column, and was refused as "missing column(s) text_a,
+    text_b, score" though it holds all three; a corpus so written is named by its separator, and so is a
+    pair file now."""
+    path = tmp_path / name
+    rows = [["text_a", "text_b", "score"], ["颱風來了", "颱風登陸", "1"]]
+    path.write_text("\n".join(sep.join(r) for r in rows) + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as error:
+        load_pairs(path)
+    assert said in str(error.value), str(error.value)
+    assert str(path) in str(error.value)
