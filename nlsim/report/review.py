@@ -195,6 +195,15 @@ def _near_heading(data: dict[str, Any], threshold: str) -> str:
     above = (
         0 if at is None else sum(1 for p in near if p.get("similarity") is not None and p["similarity"] >= at)
     )
+    if len(near) == 1:
+        where = (
+            f"at or above the threshold ({score} ≥ {html.escape(threshold)}), kept in two clusters by the "
+            "cluster rule or an editor’s verdict"
+        )
+        if not above:
+            below = f"({score} &lt; {html.escape(threshold)})"
+            return f"<h3>Near misses: the best pair below the threshold {below}</h3>"
+        return f"<h3>Near misses: the best pair the report left apart: {where}</h3>"
     if not above:
         return (
             f"<h3>Near misses: the {len(near):,} best pairs below the threshold ({score} "

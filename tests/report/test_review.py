@@ -54,6 +54,28 @@ def test_the_rubric_section_is_folded_and_escaped() -> None:
     assert "&quot;country&quot;" in section  # the rules' quotes are text
 
 
+def test_the_near_miss_heading_of_one_pair_says_pair() -> None:
+    """A report with one near miss headed its queue "the 1 best pairs below the threshold": one pair is
+    "the best pair", and one at or above the threshold among several is counted in the singular too."""
+    meta = review.review_meta(RunRecord(run_id="batch-1", model="m", threshold=0.85))
+
+    def heading(near: list[dict[str, float]]) -> str:
+        found = re.search(
+            r"<h3>Near misses[^<]*</h3>", review.review_section({"review": meta, "nearMisses": near})
+        )
+        assert found is not None
+        return found.group(0)
+
+    assert heading([{"similarity": 0.8}]) == (
+        "<h3>Near misses: the best pair below the threshold (cosine &lt; 0.850)</h3>"
+    )
+    assert heading([{"similarity": 0.9}]) == (
+        "<h3>Near misses: the best pair the report left apart: at or above the threshold (cosine ≥ 0.850), "
+        "kept in two clusters by the cluster rule or an editor’s verdict</h3>"
+    )
+    assert "the 2 best pairs the report left apart" in heading([{"similarity": 0.9}, {"similarity": 0.8}])
+
+
 def test_the_near_miss_heading_counts_the_pairs_at_or_above_the_threshold() -> None:
     """Near misses at or above the threshold (pairs the cluster rule or an editor's verdict kept in two
     clusters, listed first) are not called pairs below it: the heading counts both kinds."""
