@@ -64,7 +64,7 @@ def within_reach(below: pd.DataFrame, threshold: float, reranked: bool) -> pd.Da
     """
     if reranked or below.empty:
         return below
-    floor = search_floor(threshold, threshold, reranked=False, limit=1)
+    floor = round(threshold - COSINE_MARGIN, 9)  # the floor the search takes without topic groups
     return below[below["similarity"].to_numpy() >= floor].reset_index(drop=True)
 
 

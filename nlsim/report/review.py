@@ -195,23 +195,22 @@ def _near_heading(data: dict[str, Any], threshold: str) -> str:
     above = (
         0 if at is None else sum(1 for p in near if p.get("similarity") is not None and p["similarity"] >= at)
     )
+    bound = html.escape(threshold)
+    if len(near) == 1 and not above:
+        return f"<h3>Near misses: the best pair below the threshold ({score} &lt; {bound})</h3>"
     if len(near) == 1:
-        where = (
-            f"at or above the threshold ({score} ≥ {html.escape(threshold)}), kept in two clusters by the "
-            "cluster rule or an editor’s verdict"
+        return (
+            f"<h3>Near misses: the best pair the report left apart: at or above the threshold ({score} ≥ "
+            f"{bound}), kept in two clusters by the cluster rule or an editor’s verdict</h3>"
         )
-        if not above:
-            below = f"({score} &lt; {html.escape(threshold)})"
-            return f"<h3>Near misses: the best pair below the threshold {below}</h3>"
-        return f"<h3>Near misses: the best pair the report left apart: {where}</h3>"
     if not above:
         return (
             f"<h3>Near misses: the {len(near):,} best pairs below the threshold ({score} "
-            f"&lt; {html.escape(threshold)}), nearest first</h3>"
+            f"&lt; {bound}), nearest first</h3>"
         )
     return (
         f"<h3>Near misses: the {len(near):,} best pairs the report left apart, highest score first: "
-        f"{above:,} at or above the threshold ({score} ≥ {html.escape(threshold)}) that the cluster rule or "
+        f"{above:,} at or above the threshold ({score} ≥ {bound}) that the cluster rule or "
         f"an editor’s verdict kept in two clusters, {len(near) - above:,} below it</h3>"
     )
 
