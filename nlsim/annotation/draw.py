@@ -31,7 +31,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from nlsim.annotation.validate import READ, is_blank, known_pairs, read_keys, same_text
 from nlsim.encoders import load_encoder
 from nlsim.errors import ConfigError, InputError
-from nlsim.evaluation.calibration import load_calibration
+from nlsim.evaluation.calibration import load_calibration, warn_other_conversion
 from nlsim.evaluation.metrics import convert_texts
 from nlsim.io import editor_file
 from nlsim.io.atomic import atomic_path
@@ -262,13 +262,17 @@ def unannotated_pool(
     return pool[keep].reset_index(drop=True)
 
 
+_DRAWN = "the pairs are drawn around it all the same"
+
+
 def score_pool(
     pool: pd.DataFrame, texts: list[str], model: DrawModel, threshold: float | None, conversion: str = ""
 ) -> tuple[pd.DataFrame, float, str, str]:
     """The pool on the score pairs are drawn on (the rerank score with a reranker), the threshold they are
     drawn around and where it comes from (given; the reranker's or the encoder's calibration; else the
     pool's median), and the score's name. A calibrated threshold of texts converted otherwise than
-    ``conversion`` (the texts' ``--convert``) is said (:func:`warn_other_conversion`)."""
+    ``conversion`` (the texts' ``--convert``) is said
+    (:func:`nlsim.evaluation.calibration.warn_other_conversion`)."""
     score = "tfidf" if model.encoder is None else "cosine"
     source = "given"
     if model.reranker is not None:
@@ -278,27 +282,17 @@ def score_pool(
             threshold, source = model.reranker.threshold, f"rerank threshold stored with {model.name}"
             calibrated = model.reranker.calibration
             if calibrated is not None and "conversion" in calibrated:
-                warn_other_conversion(str(calibrated["conversion"]), conversion, model.path)
+                warn_other_conversion(
+                    str(calibrated["conversion"]), conversion, f"the threshold of {model.path}", _DRAWN
+                )
     elif threshold is None and model.encoder is not None:
         cal = load_calibration(getattr(model.encoder, "path", None) or model.path)
         if cal is not None:
             threshold, source = cal.threshold, f"calibration of {model.name}"
-            warn_other_conversion(cal.conversion, conversion, model.path)
+            warn_other_conversion(cal.conversion, conversion, f"the threshold of {model.path}", _DRAWN)
     if threshold is None:
         threshold, source = float(pool["similarity"].median()), "median score of the pool"
     return pool, float(threshold), source, score
-
-
-def warn_other_conversion(calibrated: str, conversion: str, folder: str) -> None:
-    """Warn when the threshold of the model ``folder`` was ``calibrated`` on texts converted otherwise than
-    the draw reads them (``conversion``): the pairs would be drawn around a threshold that is not the
-    model's for those texts (nothing when either is not known)."""
-    if calibrated and conversion and calibrated != conversion:
-        warn(
-            f"--convert {conversion}: the threshold of {folder} was calibrated on texts converted with "
-            f"{calibrated!r}; the pairs are drawn around it all the same: give --convert {calibrated} to "
-            "read the texts as the model was trained to"
-        )
 
 
 def editor_rows(picked: pd.DataFrame, items: pd.DataFrame, model: str, threshold: float) -> pd.DataFrame:

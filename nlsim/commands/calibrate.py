@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from nlsim.commands.evaluate import warn_other_conversion
+from nlsim.commands.evaluate import warn_model_conversion
 from nlsim.commands.options import Formatter, threads_arg
 from nlsim.conversion import DEFAULT_MODE, MODES
 from nlsim.errors import ConfigError
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     frame = load_pairs(args.pairs, split=None if args.split == "all" else args.split, repeats="once")
     check_calibratable(frame, level, args.pairs, args.split)  # before the model loads and embeds them
     enc = load_encoder(args.model, threads=args.threads)
-    warn_other_conversion(enc.path if model is not None else None, args.convert)
+    warn_model_conversion(enc.path if model is not None else None, args.convert)
     cal = calibrate(
         enc,
         frame,

@@ -117,20 +117,20 @@ def check_split(split: str) -> None:
         )
 
 
-def warn_other_conversion(folder: Any, convert: str) -> None:
+def warn_model_conversion(folder: Any, convert: str) -> None:
     """Warn when ``convert`` is not the script conversion the model folder ``folder`` was trained and
     calibrated with (its ``calibration.json``): its figures would be those of texts it was not trained to
     read, not the ones its training recorded. Nothing for a folder without a calibration (a registry
     model)."""
-    from nlsim.evaluation.calibration import load_calibration  # deferred with the rest of the library
-    from nlsim.progress import warn
+    from nlsim.evaluation.calibration import load_calibration, warn_other_conversion  # deferred
 
     cal = load_calibration(folder) if folder is not None else None
-    if cal is not None and cal.conversion and cal.conversion != convert:
-        warn(
-            f"--convert {convert}: {folder} was trained on texts converted with {cal.conversion!r} (its "
-            f"calibration.json); the figures are those of texts converted otherwise: give --convert "
-            f"{cal.conversion} for the model's own"
+    if cal is not None:
+        warn_other_conversion(
+            cal.conversion,
+            convert,
+            f"{folder} (its calibration.json)",
+            "the figures are those of texts converted otherwise",
         )
 
 
@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     scorer = load_scorer(args.model, args.threads, args.max_length, args.rerank)
     kind = "bi-encoder" if hasattr(scorer, "encode") else "baseline"
     if kind == "bi-encoder":
-        warn_other_conversion(getattr(scorer, "path", None), args.convert)
+        warn_model_conversion(getattr(scorer, "path", None), args.convert)
     if args.rerank and kind == "bi-encoder":
         reranker = load_reranker(getattr(scorer, "path", None), threads=args.threads)
         if reranker is not None:

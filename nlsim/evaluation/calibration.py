@@ -40,6 +40,7 @@ from nlsim.evaluation.interval import f1_interval
 from nlsim.evaluation.levels import DEFAULT_LEVEL, LEVELS, parse_level  # noqa: F401 - re-exported
 from nlsim.io.atomic import atomic_write_text
 from nlsim.io.records import field_problems, known_fields
+from nlsim.progress import warn
 
 CALIBRATION_JSON = "calibration.json"
 TOPIC_CALIBRATION_JSON = "topic_calibration.json"
@@ -311,6 +312,22 @@ def load_calibration(model_path_or_file: str | Path | None) -> Calibration | Non
     if not isinstance(cal.level, (int, float)) or not 0.0 < float(cal.level) <= 1.0:
         raise StateError(f"{path}: level {cal.level!r} is not in (0, 1]; rerun `nlsim calibrate`")
     return cal
+
+
+def warn_other_conversion(calibrated: str, used: str, where: Any, effect: str) -> None:
+    """Warn when ``where`` (a model folder, a calibration file, a threshold) was calibrated on texts
+    converted with ``calibrated`` while they are read here converted with ``used`` (``--convert``): its
+    threshold and figures are those of texts it was not made for. ``effect`` says what is done all the
+    same. Nothing when the two agree or either is not known (empty).
+
+    Example:
+        >>> warn_other_conversion("none", "none", "models/v0001", "it is used all the same")  # agree: silent
+    """
+    if calibrated and used and calibrated != used:
+        warn(
+            f"--convert {used}: {where} was calibrated on texts converted with {calibrated!r}; {effect}: "
+            f"give --convert {calibrated} to read the texts as the model was trained to"
+        )
 
 
 def check_threshold(value: Any, what: str, *, low: float = -1.0, high: float = 1.0) -> float:

@@ -24,6 +24,7 @@ from nlsim.evaluation.calibration import (
     TOPIC_CALIBRATION_JSON,
     Calibration,
     load_calibration,
+    warn_other_conversion,
 )
 from nlsim.io.records import known_fields
 from nlsim.models.settings import ModelSettings
@@ -40,6 +41,9 @@ class Levels:
     topic: float | None = None
 
 
+_USED = "the run groups the pairs by it all the same"
+
+
 @dataclass
 class Threshold:
     """The run's threshold, where it came from, and how well it did on the editors' labels."""
@@ -47,13 +51,6 @@ class Threshold:
     value: float
     source: str
     calibration: Calibration | None = None
-
-
-def _warn_conversion(calibrated: str, used: str, where: Any) -> None:
-    if calibrated and calibrated != used:
-        warn(
-            f"the threshold in {where} was calibrated with conversion {calibrated!r}, this run uses {used!r}"
-        )
 
 
 def _check_fingerprint(cal: Calibration, encoder: Any, where: Any) -> None:
@@ -81,7 +78,7 @@ def resolve_threshold(
         if reranker.calibration is None:
             raise ConfigError(f"the reranker of {model_path} has no calibration: pass --threshold X (0-1)")
         cal = Calibration(**known_fields(Calibration, reranker.calibration))
-        _warn_conversion(cal.conversion, ms.convert, model_path)
+        warn_other_conversion(cal.conversion, ms.convert, f"the rerank threshold of {model_path}", _USED)
         return Threshold(
             float(cal.threshold), f"rerank threshold stored with the model: {cal.describe()}", cal
         )
@@ -92,12 +89,12 @@ def resolve_threshold(
         if cal is None:
             raise ConfigError(f"calibration file {ms.calibration} not found")
         _check_fingerprint(cal, encoder, ms.calibration)
-        _warn_conversion(cal.conversion, ms.convert, ms.calibration)
+        warn_other_conversion(cal.conversion, ms.convert, f"the threshold in {ms.calibration}", _USED)
         return Threshold(float(cal.threshold), f"calibration file {ms.calibration}: {cal.describe()}", cal)
     cal = load_calibration(model_path) if model_path is not None else None
     if cal is not None:
         _check_fingerprint(cal, encoder, Path(model_path) / CALIBRATION_JSON)
-        _warn_conversion(cal.conversion, ms.convert, model_path)
+        warn_other_conversion(cal.conversion, ms.convert, f"the threshold of {model_path}", _USED)
         return Threshold(float(cal.threshold), f"calibration stored with the model: {cal.describe()}", cal)
     if fallback is not None:
         _check_fingerprint(fallback, encoder, "the model store's zero-shot calibration")

@@ -141,7 +141,10 @@ def test_finetune_then_evaluate_and_calibrate(
     # the folder trained on texts as written, read here converted (--convert's default, tw2sp): said
     with caplog.at_level("WARNING", logger="nlsim"):
         assert cli(["evaluate", "--model", str(model), "--pairs", str(pairs_file), "--json"]) == 0
-    assert f"--convert tw2sp: {model} was trained on texts converted with 'none'" in caplog.text
+    assert (
+        f"--convert tw2sp: {model} (its calibration.json) was calibrated on texts converted with 'none'"
+        in caplog.text
+    )
     capsys.readouterr()
     cal_file = tmp_path / "zero-shot.json"
     assert (
@@ -185,7 +188,10 @@ def test_finetune_then_evaluate_and_calibrate(
     again = ["calibrate", "--model", str(model), "--pairs", str(pairs_file), "--level", "0.6"]
     with caplog.at_level("WARNING", logger="nlsim"):
         assert cli([*again, "--no-precision-check", "--out", str(tmp_path / "tw2sp.json")]) == 0
-    assert f"--convert tw2sp: {model} was trained on texts converted with 'none'" in caplog.text
+    assert (
+        f"--convert tw2sp: {model} (its calibration.json) was calibrated on texts converted with 'none'"
+        in caplog.text
+    )
 
 
 def test_evaluate_json_stays_json_when_the_correlation_is_undefined(

@@ -116,3 +116,25 @@ def test_a_fallback_from_cross_validated_to_best_f1_is_said_on_the_console(posit
     assert again.describe() == line
     asked = calibrate_scores(cos, gold, level=0.75, method="best-f1")  # asked for: nothing to say
     assert "cross-validated" not in asked.describe()
+
+
+def test_a_run_with_another_conversion_than_its_calibration_file_is_warned(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from nlsim.evaluation.calibration import Calibration, save_calibration
+    from nlsim.models.settings import ModelSettings
+    from nlsim.models.threshold import resolve_threshold
+
+    cal_file = save_calibration(
+        Calibration(0.8, 0.5, 1.0, 1.0, 1.0, 10, 5, conversion="none"), tmp_path / "c.json"
+    )
+    for convert, warned in (("tw2sp", True), ("none", False)):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="nlsim"):
+            got = resolve_threshold(ModelSettings(convert=convert, calibration=str(cal_file)), encoder=None)
+        assert got.value == pytest.approx(0.8)
+        said = (
+            f"--convert {convert}: the threshold in {cal_file} was calibrated on texts converted with 'none'"
+        )
+        assert (said in caplog.text) is warned, caplog.text
+        assert ("give --convert none" in caplog.text) is warned
