@@ -486,6 +486,35 @@ def _week_date(text: str) -> tuple[str, str | None]:
     return date.isoformat() + text[week.end() :], None
 
 
+ORDINAL_DATE = re.compile(r"(\d{4})-(\d{3})(?=$|[T\s])")
+"""An ISO 8601 ordinal date, the year and its day (``2024-122``: the 122nd day of 2024, the 1st of May),
+written with its dash (``2024122`` would be a number)."""
+
+
+def _ordinal_date(text: str) -> tuple[str, str | None]:
+    """``text`` with an ISO 8601 ordinal date (:data:`ORDINAL_DATE`) written as the date it names
+    (``2024-122T08:00`` -> ``2024-05-01T08:00``), or the reason it names none (a day the year does not have).
+
+    >>> _ordinal_date("2024-122T08:00:00+08:00"), _ordinal_date("2024-05-01")
+    (('2024-05-01T08:00:00+08:00', None), ('2024-05-01', None))
+    >>> _ordinal_date("2026-366")[1]
+    "time '2026-366' is an ISO ordinal date of a day 2026 does not have (366: it has 365)"
+    """
+    ordinal = ORDINAL_DATE.match(text)
+    if ordinal is None:
+        return text, None
+    year, day = int(ordinal[1]), int(ordinal[2])
+    days = (dt.date(year + 1, 1, 1) - dt.date(year, 1, 1)).days if 1 <= year < 9999 else 365
+    if not 1 <= day <= days:
+        return (
+            text,
+            f"time {text!r:.40} is an ISO ordinal date of a day {year} does not have ({day:03d}: it has "
+            f"{days})",
+        )
+    date = dt.date(year, 1, 1) + dt.timedelta(days=day - 1)
+    return date.isoformat() + text[ordinal.end() :], None
+
+
 DAY_BEFORE_MINGUO = re.compile(
     rf"(?:{CJK_WEEKDAY.pattern})[,、]?\s*(?=(?:中華|中华)?民[國国]|\d{{1,3}}\s*年)"
 )
@@ -967,8 +996,8 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     +0800``, RSS), with the reason when it is neither, is a number (``1714550400``: seconds or
     milliseconds?) or names its zone by a name that is not one offset (``CST``, ``HKT``): ``12/05/2024``
     could be the 12th of May or the 5th of December, ``113/05/01`` is a Minguo year. A Minguo year named as
-    one (``民國115年12月6日``) is read (:func:`_minguo`), and so is an ISO week date (``2026-W49-7``:
-    :func:`_week_date`)."""
+    one (``民國115年12月6日``) is read (:func:`_minguo`), and so are an ISO week date (``2026-W49-7``:
+    :func:`_week_date`) and an ISO ordinal date (``2026-340``: :func:`_ordinal_date`)."""
     if text.lower() in NO_TIME:
         return pd.NaT, None
     written = text  # as the file writes it, for a message: read with its marks and names rewritten
@@ -976,6 +1005,8 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     if minguo is not None:
         return None, minguo
     text, week = _week_date(text)
+    if week is None:
+        text, week = _ordinal_date(text)
     if week is not None:
         return None, week
     text = _without_zone_comment(text)  # "+0800 (CST)", "+0800 CST": the offset decides
@@ -1094,7 +1125,7 @@ def _date_only(value: Any) -> bool:
     """
     if isinstance(value, dt.date):
         return not isinstance(value, dt.datetime)
-    text = _week_date(_minguo(value.strip())[0])[0] if isinstance(value, str) else ""
+    text = _ordinal_date(_week_date(_minguo(value.strip())[0])[0])[0] if isinstance(value, str) else ""
     text = _without_weekday(text)[0]
     return CJK_DATE.fullmatch(text) is not None or DATE_ONLY.fullmatch(text) is not None
 

@@ -1574,6 +1574,29 @@ def test_an_iso_week_date_is_read_as_the_day_it_names(tmp_path):
         load_corpus(path)
 
 
+def test_an_iso_ordinal_date_is_read_as_the_day_it_names(tmp_path):
+    """An ISO 8601 ordinal date (2024-122: the 122nd day of 2024, the 1st of May), which some archive
+    exports write, was refused as neither year first nor RFC 2822, though it is written year first. It names
+    one day, and is read so, with its time of day and offset; a day the year does not have (2026-366,
+    2024-000) is refused by row, naming how many days the year has."""
+    path = tmp_path / "c.csv"
+    path.write_text(
+        "id,title,published_at\na,Floods,2024-122\nb,Storm,2024-122T08:00:00+08:00\nc,Rain,2024-366 12:00\n"
+    )
+    times = load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist()
+    assert times == [
+        pd.Timestamp("2024-04-30T16:00Z"),
+        pd.Timestamp("2024-05-01T00:00Z"),
+        pd.Timestamp("2024-12-31T04:00Z"),
+    ]
+    for bad, days in (("2026-366", 365), ("2024-000", 366)):
+        path.write_text(f"id,title,published_at\na,Floods,{bad}\n")
+        with pytest.raises(
+            InputError, match=rf"row 1, field 'published_at': .*{bad}.*ordinal.*it has {days}"
+        ):
+            load_corpus(path)
+
+
 @pytest.mark.parametrize(
     ("written", "utc"),
     [
