@@ -147,7 +147,7 @@ EN_DAY_END = (
 )
 """What follows the first three letters of a day of the week in English (``Wed``, ``Wednesday``, ``Wed.``)."""
 CJK_WEEKDAY = re.compile(
-    r"\s*(?:[(（]\s*(?:(?:星期|禮拜|礼拜|週|周)?(?P<in_brackets>[一二三四五六日天])|(?P<ja_day>[月火水木金土日])(?:曜日?)?"
+    r"\s*[,、]?\s*(?:[(（]\s*(?:(?:星期|禮拜|礼拜|週|周)?(?P<in_brackets>[一二三四五六日天])|(?P<ja_day>[月火水木金土日])(?:曜日?)?"
     rf"|(?i:(?P<en_day>mon|tue|wed|thu|fri|sat|sun){EN_DAY_END}))"
     r"\s*[)）]|(?:星期|禮拜|礼拜|週|周)(?P<zh_day>[一二三四五六日天])|(?P<ja_bare>[月火水木金土日])曜日"
     rf"|(?i:(?P<en_bare>mon|tue|wed|thu|fri|sat|sun){EN_DAY_END})(?![A-Za-z]))\s*"
@@ -155,7 +155,7 @@ CJK_WEEKDAY = re.compile(
 """The day of the week Japanese and Chinese CMS exports write after a date written 2024年5月1日:
 ``(水)``, ``（水曜日）``, ``水曜日``, ``（星期三）``, ``(三)``, ``星期三``, ``周三``, ``週三``, ``禮拜三`` (a
 day written in one character in brackets only: a bare ``水`` or ``三`` is no day), and in English, in
-brackets or not (``(Wed)``, ``(Wednesday)``, ``Wed``)."""
+brackets or not (``(Wed)``, ``(Wednesday)``, ``Wed``), a comma before it or not (``2024-05-01, Wed``)."""
 CJK_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 """The days of :data:`CJK_WEEKDAY` in Chinese, Monday (0) to Sunday (6), as :meth:`datetime.date.weekday`."""
 JA_WEEKDAYS = {"月": 0, "火": 1, "水": 2, "木": 3, "金": 4, "土": 5, "日": 6}
@@ -191,14 +191,15 @@ def _cjk_weekday(text: str, cjk: re.Match[str], shown: str | None = None) -> tup
     if date.weekday() == said:
         return rest[week.end() :], None
     return rest, (
-        f"time {shown or text!r:.40} says {week.group().strip()!r}, but {_day_of(date)}: the day of the week "
-        f"or the date is wrong, and which cannot be told: {WRITE_ISO}"
+        f"time {shown or text!r:.40} says {week.group().strip(' ,、')!r}, but {_day_of(date)}: the day of "
+        f"the week or the date is wrong, and which cannot be told: {WRITE_ISO}"
     )
 
 
 WEEKDAY_DATE = re.compile(
     r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})"
-    r"(?=\s*[(（]|\s+(?i:mon|tue|wed|thu|fri|sat|sun)|\s*(?:星期|禮拜|礼拜|週|周|[月火水木金土日]曜日))"
+    r"(?=\s*[,、]?\s*[(（]|(?:\s*[,、]\s*|\s+)(?i:mon|tue|wed|thu|fri|sat|sun)"
+    r"|\s*[,、]?\s*(?:星期|禮拜|礼拜|週|周|[月火水木金土日]曜日))"
 )
 """A date written year first in digits and followed by a bracket (``2024/05/01(水)``, as Japanese sites
 write it) or a day of the week in English (``2024-05-01 Wed``), in Chinese words (``2024-05-01 周三``) or
@@ -230,7 +231,11 @@ def _weekday_after_date(text: str) -> tuple[str, re.Match[str] | None]:
     week = None if dated is None else LAST_WEEKDAY.search(text, dated.end())
     if dated is None or week is None or not text[dated.end() : week.start()].strip():
         return text, None
-    date, day, time = text[: dated.end()].rstrip(), week.group().strip(), text[dated.end() : week.start()]
+    date, day, time = (
+        text[: dated.end()].rstrip(),
+        week.group().strip(" ,、"),
+        text[dated.end() : week.start()],
+    )
     moved = f"{date} {day} {time.strip()}"
     return moved, CJK_DATE.match(moved) or YEAR_FIRST_DATE.match(moved)
 
@@ -272,6 +277,32 @@ def _year_first(text: str) -> bool:
     return YEAR_FIRST.match(moved) is not None or CJK_DATE.match(moved) is not None
 
 
+BASIC_DATE = re.compile(
+    rf"(?P<day>(?:{CJK_WEEKDAY.pattern})[,、]?\s*)?(?P<year>\d{{4}})(?P<month>\d{{2}})(?P<date>\d{{2}})(?=[\s,、(（]|$)"
+)
+"""A date written in ISO 8601's basic format (``20240501``) that begins a time, after a day of the week or
+not, and that a time of day, a day of the week or nothing follows (no ``T``)."""
+
+
+def _extended_date(text: str) -> str:
+    """``text`` with a date in ISO 8601's basic format (:data:`BASIC_DATE`) written with dashes where a day
+    of the week is written with it (``Wed 20240501``, ``20240501 (水) 08:00``, ``20240501 08:00 Wed``), so
+    that the day is read as after ``2024-05-01``; ``text`` as it is otherwise (``20240501 08:00``).
+
+    >>> _extended_date("Wed 20240501"), _extended_date("20240501, Wed 08:00")
+    ('Wed 2024-05-01', '2024-05-01, Wed 08:00')
+    >>> _extended_date("20240501 08:00")
+    '20240501 08:00'
+    """
+    basic = BASIC_DATE.match(text)
+    if basic is None:
+        return text
+    rest = text[basic.end() :]
+    if not basic["day"] and CJK_WEEKDAY.match(rest) is None and LAST_WEEKDAY.search(rest) is None:
+        return text
+    return f"{basic['day'] or ''}{basic['year']}-{basic['month']}-{basic['date']}{rest}"
+
+
 def _without_weekday(text: str, shown: str | None = None) -> tuple[str, str | None]:
     """``text``, a time written year first, without the day of the week after its date (``2024年5月1日(水)
     08:30``, ``2024/05/01(水) 08:30``: :func:`_cjk_weekday`), after its time of day (``2024/05/01 08:30
@@ -286,7 +317,7 @@ def _without_weekday(text: str, shown: str | None = None) -> tuple[str, str | No
     """
     written = text
     named = shown or text
-    text, dated = _weekday_before_date(text)
+    text, dated = _weekday_before_date(_extended_date(text))
     after = LEADING_WEEKDAY.sub("", written, count=1)
     if dated is not None and _without_weekday(after) != (after, None):  # Wed 2024-05-01 08:00 (Wed)
         return written, f"time {named!r:.40} says its day of the week twice, before and after: {WRITE_ISO}"

@@ -1600,6 +1600,33 @@ def test_an_iso_ordinal_date_is_read_as_the_day_it_names(tmp_path):
 @pytest.mark.parametrize(
     ("written", "utc"),
     [
+        ("2024-05-01, Wed 08:00", "2024-05-01T00:00Z"),  # a comma between the date and its day
+        ("2024-05-01 08:00, Wed", "2024-05-01T00:00Z"),
+        ("2024年5月1日, 星期三 08:00", "2024-05-01T00:00Z"),
+        ("Wed 20240501", "2024-04-30T16:00Z"),  # ISO 8601's basic format, the day before or after it
+        ("Wed, 20240501 08:00", "2024-05-01T00:00Z"),
+        ("20240501 Wed", "2024-04-30T16:00Z"),
+        ("20240501 (水) 08:00", "2024-05-01T00:00Z"),
+        ("20240501 08:00 (Wed)", "2024-05-01T00:00Z"),
+    ],
+)
+def test_a_day_of_the_week_after_a_comma_or_with_a_basic_format_date_is_read(tmp_path, written, utc):
+    """``2024-05-01, Wed 08:00`` was refused as naming its zone 'Wed', and ``Wed 20240501`` as neither year
+    first nor RFC 2822, where ``2024-05-01 Wed 08:00`` and ``Wed 2024-05-01`` are read: a comma between the
+    date and its day of the week, and a date in ISO 8601's basic format, are read the same way. A day that
+    is not the date's is refused, named without its comma."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\n')
+    assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [pd.Timestamp(utc)]
+    for bad in ("2024-05-01, Thu 08:00", "Thu 20240501", "20240501, Thu"):
+        path.write_text(f'id,title,published_at\na,Floods,"{bad}"\n')
+        with pytest.raises(InputError, match=r"says 'Thu', but the 1st of May 2024 is a Wednesday"):
+            load_corpus(path, timezone="Asia/Taipei")
+
+
+@pytest.mark.parametrize(
+    ("written", "utc"),
+    [
         ("Sun, 06 Dec 2026 10:00:00 +0800 (CST)", "2026-12-06T02:00:00Z"),  # mail, many CMS exports
         ("Sun, 06 Dec 2026 10:00:00 +0000 (UTC)", "2026-12-06T10:00:00Z"),
         ("Sun, 06 Dec 2026 10:00:00 GMT (UTC)", "2026-12-06T10:00:00Z"),
