@@ -382,6 +382,23 @@ def test_a_dateline_or_a_byline_takes_no_word_of_the_headline():
     assert copy_key("新華社北京12月6日電：央行降息（記者王小明／北京報導）") == copy_key("央行降息")
 
 
+def test_a_dateline_of_places_parted_by_slashes_is_no_part_of_the_copy():
+    """A story filed from two places or more carries both in its dateline, parted by a slash, as Reuters
+    writes it (``HONG KONG/SHANGHAI (Reuters) -``, ``LONDON/NEW YORK, Dec 6 (Reuters) -``): the dateline of
+    one place went and that of two stayed, so the two copies of a story were none. Words in lower case
+    before a slash are a headline's, not a place (``US/China trade (Reuters) - talks``)."""
+    plain = copy_key("Taiwan said to hold talks")
+    for dateline in (
+        "TAIPEI/BEIJING (Reuters) - ",
+        "HONG KONG/SHANGHAI (Reuters) - ",
+        "LONDON/NEW YORK, Dec 6 (Reuters) - ",
+        "WASHINGTON / LONDON / PARIS (Reuters) — ",
+        "TAIPEI (Reuters) - ",
+    ):
+        assert copy_key(f"{dateline}Taiwan said to hold talks") == plain, dateline
+    assert copy_key("US/China trade (Reuters) - talks") != copy_key("talks")
+
+
 def test_a_word_joined_to_a_flash_label_by_a_hyphen_is_a_word_of_the_headline():
     """``Flash-flood``, ``Flash-sale``, ``Urgent-care``, ``Exclusive-interview``: a compound whose first
     word is a flash label was read as the label and its dash (``FLASH-``, ``UPDATE 1-``), so a flash-flood
