@@ -23,6 +23,7 @@ from nlsim.conversion import convert
 from nlsim.encoders.scoring import as_pair_scorer
 from nlsim.errors import ConfigError
 from nlsim.evaluation.figures import pearson, spearman
+from nlsim.io.cells import model_text
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,15 @@ def metrics_from_scores(pred: np.ndarray, gold: np.ndarray) -> Metrics:
 
 
 def convert_texts(texts: Sequence[str], conversion: str | None) -> list[str]:
-    """Apply script conversion (``None``/``"none"`` leaves the text as it is)."""
-    return convert(list(texts), conversion or "none")
+    """``texts`` as a model reads them, as a dedup run gives them to it: as a page shows them, without
+    control and format characters (:func:`nlsim.io.cells.model_text`: ``&#8226;`` is ``•``, ``<b>Storm</b>``
+    is ``Storm``), then script-converted (``None``/``"none"``: no conversion). Pairs are trained, evaluated
+    and calibrated on the texts the report's model reads.
+
+    >>> convert_texts(["正源&#8226;尚峰<b>系列</b>"], "none")
+    ['正源•尚峰系列']
+    """
+    return convert([model_text(t) for t in texts], conversion or "none")
 
 
 def pair_similarities(scorer: Any, pairs: pd.DataFrame, conversion: str | None = None) -> np.ndarray:

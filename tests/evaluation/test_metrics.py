@@ -45,3 +45,31 @@ def test_encoder_cosine_matches_numpy(fast_encoder) -> None:  # noqa: ANN001
     cos = np.array([emb[0] @ emb[1], emb[2] @ emb[3], emb[0] @ emb[4]])
     m = evaluate(fast_encoder, pairs, "none")
     assert m.mse == pytest.approx(float(np.mean((cos - pairs["score"].to_numpy()) ** 2)), abs=1e-4)
+
+
+def test_pair_texts_are_scored_and_trained_on_as_a_dedup_run_gives_them_to_the_model() -> None:
+    """A pair file's text with an HTML entity or markup (``正源&#8226;尚峰``, three in the bundled pair file)
+    was scored, trained and calibrated on as written, where a dedup run gives the model the text a page
+    shows (``正源•尚峰``): a model learnt ``&#8226;`` and was judged on texts it never reads in a report.
+    Pair texts go through the same reading (:func:`nlsim.io.cells.model_text`) before conversion."""
+    from nlsim.evaluation.metrics import pair_similarities
+    from nlsim.training.data import convert_pairs
+
+    seen: list[str] = []
+
+    def scorer(a: list[str], b: list[str]) -> np.ndarray:
+        seen.extend(a + b)
+        return np.ones(len(a))
+
+    pairs = pd.DataFrame(
+        {
+            "text_a": ["正源&#8226;尚峰", "<b>Storm</b>\x0bwarning"],
+            "text_b": ["AT&amp;T", "rain"],
+            "score": [1.0, 0.0],
+        }
+    )
+    pair_similarities(scorer, pairs, "none")
+    assert seen == ["正源•尚峰", "Storm warning", "AT&T", "rain"]
+    converted = convert_pairs(pairs, "none")
+    assert converted["text_a"].tolist() == ["正源•尚峰", "Storm warning"]
+    assert converted["orig_text_a"].tolist() == pairs["text_a"].tolist()  # the file's text kept as written
