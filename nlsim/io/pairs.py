@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import math
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -256,6 +256,8 @@ def check_split_leaks(
     source: str | Path = "<pairs>",
     *,
     repeated_scores: Literal["refuse", "keep"] = "refuse",
+    rows: Sequence[int] | None = None,
+    converted: str | None = None,
 ) -> None:
     """Refuse a pair that appears in two splits (same ids or same normalised texts, in either order), and
     with ``repeated_scores="refuse"`` one that appears twice in one split with two scores (field
@@ -264,6 +266,11 @@ def check_split_leaks(
 
     A test pair copied into train would inflate every test figure without a word; a pair scored twice
     differently would be judged by whichever row comes last.
+
+    ``rows``: each row's row in the file (from 1), when ``frame`` is not the file's rows in order (left out,
+    its place). ``converted``: the script conversion ``frame``'s texts were read with (``tw2sp``; training
+    converts them before it splits them), said with the texts of the refused row, as the model reads them:
+    a training pair in Traditional characters given again in test in Simplified ones is one pair to it.
 
     Example:
         >>> df = pd.DataFrame({"text_a": ["A", "b"], "text_b": ["B", "a "], "split": ["train", "test"]})
@@ -277,52 +284,67 @@ def check_split_leaks(
         ...
         nlsim.errors.InputError: p.tsv: row 2, field 'score': the same pair as row 1 has score 0.5 here ...
     """
+    named = list(rows) if rows is not None else list(range(1, len(frame) + 1))
     first: dict[tuple[str, ...], tuple[int, str]] = {}
     scored: dict[tuple[tuple[str, ...], str], int] = {}  # (pair key, split): its first row
     scores = None
     if repeated_scores == "refuse" and "score" in frame.columns:
         scores = frame["score"].astype(float).tolist()  # read as numbers in [0, 1] by validate_pairs
     for i, (keys, split) in enumerate(zip(pair_keys(frame), frame["split"], strict=True)):
+        read = "" if converted is None else _as_read(frame, i, converted)
         for key in keys:
             if scores is not None:
                 j = scored.setdefault((key, split), i)
-                _check_same_score(source, i, j, scores)
+                _check_same_score(source, (named[i], named[j]), (scores[i], scores[j]), read)
             seen = first.setdefault(key, (i, split))
             if seen[1] != split:
-                _refuse_leak(source, i, seen, split, "id_a" if key[0] == "id_a" else "text_a")
+                field = "id_a" if key[0] == "id_a" else "text_a"
+                _refuse_leak(source, (named[i], named[seen[0]]), (split, seen[1]), field, read)
 
 
-def _refuse_leak(source: str | Path, i: int, seen: tuple[int, str], split: str, field: str) -> None:
-    """Refuse row ``i`` (0-based), whose pair is at row ``seen[0]`` (0-based) in another split,
-    ``seen[1]``. A row without a split is a split of its own: with it, a figure of all the pairs
+def _as_read(frame: pd.DataFrame, i: int, conversion: str) -> str:
+    """The clause that says row ``i`` (0-based) of ``frame`` as the model reads its texts (converted with
+    ``conversion``), for a refusal of its pair."""
+    a, b = frame["text_a"].iloc[i], frame["text_b"].iloc[i]
+    return f" as the model reads them, converted to one script (--convert {conversion}): {a!r} / {b!r}"
+
+
+def _refuse_leak(
+    source: str | Path, rows: tuple[int, int], splits: tuple[str, str], field: str, read: str = ""
+) -> None:
+    """Refuse the row ``rows[0]`` (from 1) in split ``splits[0]``, whose pair is at row ``rows[1]`` in
+    another split, ``splits[1]``; ``read``: how the model reads the pair, when that makes it one
+    (:func:`_as_read`). A row without a split is a split of its own: with it, a figure of all the pairs
     (``nlsim evaluate --split all``) would count the pair twice."""
-    if seen[1] and split:
-        where, why = (
-            f"in split {seen[1]!r} and in {split!r}",
-            "a test or validation pair must not be trained on",
-        )
+    (row, earlier), (split, was) = rows, splits
+    if was and split:
+        where, why = f"in split {was!r} and in {split!r}", "a test or validation pair must not be trained on"
     else:
-        blank = seen[0] + 1 if not seen[1] else i + 1
-        where = f"in {_split_name(seen[1])} and in {_split_name(split)}"
+        blank = earlier if not was else row
+        where = f"in {_split_name(was)} and in {_split_name(split)}"
         why = (
             f"a row without a split is a split of its own: all the pairs would count this pair twice; leave "
             f"row {blank} out"
         )
-    raise InputError(source, i + 1, field, f"the same pair as row {seen[0] + 1} is {where} ({why})")
+    raise InputError(source, row, field, f"the same pair as row {earlier} is {where}{read} ({why})")
 
 
 def _split_name(split: str) -> str:
     return f"split {split!r}" if split else "no split"
 
 
-def _check_same_score(source: str | Path, i: int, j: int, scores: list[float]) -> None:
-    """Refuse row ``i`` (0-based) when its score is not the score of row ``j``, the first of its pair."""
-    if not math.isclose(scores[i], scores[j], rel_tol=0.0, abs_tol=1e-9):
+def _check_same_score(
+    source: str | Path, rows: tuple[int, int], scores: tuple[float, float], read: str = ""
+) -> None:
+    """Refuse the row ``rows[0]`` (from 1) when its score, ``scores[0]``, is not ``scores[1]``, the score of
+    the first row of its pair, ``rows[1]``; ``read``: how the model reads the pair (:func:`_as_read`)."""
+    (row, first), (score, was) = rows, scores
+    if not math.isclose(score, was, rel_tol=0.0, abs_tol=1e-9):
         raise InputError(
             source,
-            i + 1,
+            row,
             "score",
-            f"the same pair as row {j + 1} has score {scores[i]:g} here and {scores[j]:g} there (one pair is "
+            f"the same pair as row {first} has score {score:g} here and {was:g} there{read} (one pair is "
             "scored once in a split: which score counts would depend on the row order; keep one row or "
             "settle the score)",
         )

@@ -27,14 +27,15 @@ import pandas as pd
 
 from nlsim.clusters.constraints import pair_key
 from nlsim.clusters.verdicts import TrainingPairs, training_pairs
-from nlsim.errors import ConfigError, InputError
+from nlsim.errors import ConfigError
 from nlsim.evaluation.metrics import convert_texts
 from nlsim.io.atomic import file_sha256
 from nlsim.io.pairs import (
+    SPLITS,
+    check_split_leaks,
     count_once,
     item_id,
     load_pairs,
-    normalise_text,
     split_counts,
     validate_pairs,
     warn_unsplit,
@@ -196,38 +197,13 @@ def check_converted_leaks(every: pd.DataFrame, rows: list[int], source: str, con
     in another split (a training pair in Traditional characters given again in test in Simplified ones,
     in either order), or in the same split with another score: the pair file's own check compares the
     texts as written (:func:`~nlsim.io.pairs.load_pairs`), the model reads them converted (``conversion``),
-    so a test pair would be trained on, or one pair learnt with two scores. ``rows``: each pair's row in
-    the file (from 1)."""
-    seen: dict[tuple[str, str], tuple[int, str, float]] = {}
-    splits = ("train", "validation", "test")
-    for row, a, b, split, score in zip(
-        rows, every["text_a"], every["text_b"], every["split"], every["score"], strict=True
-    ):
-        if split not in splits:
-            continue  # a row naming no split is none of them (warn_unsplit)
-        x, y = normalise_text(str(a)), normalise_text(str(b))
-        key = (min(x, y), max(x, y))
-        if key not in seen:
-            seen[key] = (row, str(split), float(score))
-            continue
-        first, was, scored = seen[key]
-        read = f"as the model reads them, converted to one script (--convert {conversion}): {a!r} / {b!r}"
-        if was != split:
-            raise InputError(
-                source,
-                row,
-                "text_a",
-                f"the same pair as row {first} is in split {was!r} and in {split!r} {read} (a test or "
-                "validation pair must not be trained on)",
-            )
-        if abs(float(score) - scored) > 1e-9:
-            raise InputError(
-                source,
-                row,
-                "score",
-                f"the same pair as row {first} has score {float(score):g} here and {scored:g} there {read} "
-                "(one pair is scored once in a split; keep one row or settle the score)",
-            )
+    so a test pair would be trained on, or one pair learnt with two scores. The check is the pair file's
+    (:func:`~nlsim.io.pairs.check_split_leaks`) on the converted texts; a row naming no split is none of
+    them (:func:`~nlsim.io.pairs.warn_unsplit`) and is left out. ``rows``: each pair's row in the file (from
+    1)."""
+    named = every["split"].isin(SPLITS).tolist()
+    kept = [row for row, split in zip(rows, named, strict=True) if split]
+    check_split_leaks(every[named], source, rows=kept, converted=conversion)
 
 
 def prepare_pairs(cfg: FinetuneConfig, pairs: pd.DataFrame | None = None) -> PreparedPairs:
