@@ -115,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
     check_replaceable(
         target, lambda p: is_json_record(p, CALIBRATION_KEYS), what="--out", kind="calibration file"
     )
-    frame = load_pairs(args.pairs, split=None if args.split == "all" else args.split, repeats="once")
+    split = None if args.split == "all" else args.split
+    frame = load_pairs(args.pairs, split=split, repeats="once", conversion=args.convert)
     check_calibratable(frame, level, args.pairs, args.split)  # before the model loads and embeds them
     enc = load_encoder(args.model, threads=args.threads)
     warn_model_conversion(enc.path if model is not None else None, args.convert)

@@ -91,13 +91,16 @@ def check_baseline_options(name: str, threads: int | None, max_length: int | Non
         raise ConfigError(f"--threads: the baseline {name} has no threads to set (a sparse TF-IDF)")
 
 
-def load_split(pairs: str, split: str | None) -> Any:
+def load_split(pairs: str, split: str | None, conversion: str | None = None) -> Any:
+    """The pairs of ``split`` (``all``: every pair) of the pair file ``pairs`` or of STS Benchmark; in a pair
+    file each pair counted once, as the model reads it (converted with ``conversion``:
+    :func:`~nlsim.io.pairs.load_pairs`)."""
     from nlsim.evaluation.sts import load_stsb  # deferred with the rest of the library
     from nlsim.io.pairs import load_pairs
 
     if pairs == "stsb":
         return load_stsb(None if split in (None, "all") else split)
-    return load_pairs(pairs, None if split in (None, "all") else split, repeats="once")
+    return load_pairs(pairs, None if split in (None, "all") else split, repeats="once", conversion=conversion)
 
 
 def check_split(split: str) -> None:
@@ -137,7 +140,7 @@ def warn_model_conversion(folder: Any, convert: str) -> None:
 def run(args: argparse.Namespace) -> int:
     check_baseline_options(args.model, args.threads, args.max_length, args.rerank)  # before any reading
     check_split(args.split)
-    frame = load_split(args.pairs, args.split)  # a bad pair file is refused before torch loads
+    frame = load_split(args.pairs, args.split, args.convert)  # a bad pair file is refused before torch loads
 
     from nlsim.evaluation.metrics import check_scorable, defined, evaluate, metrics_table  # deferred
     from nlsim.rerank.reranker import load_reranker

@@ -35,6 +35,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from nlsim.conversion import convert
 from nlsim.errors import ConfigError, InputError, StateError
 from nlsim.io.atomic import file_sha256
 from nlsim.io.cells import (
@@ -351,7 +352,11 @@ def _check_same_score(
 
 
 def load_pairs(
-    path: str | Path, split: str | None = None, *, repeats: Literal["keep", "once"] = "keep"
+    path: str | Path,
+    split: str | None = None,
+    *,
+    repeats: Literal["keep", "once"] = "keep",
+    conversion: str | None = None,
 ) -> pd.DataFrame:
     """Load and validate a pair file (one pair twice in a split with two scores refused too); ``split``
     keeps only that split (error if it has no rows). An unknown ``split`` is the asker's mistake (a
@@ -363,7 +368,9 @@ def load_pairs(
     ``repeats="once"``: a row repeating an earlier row's pair (its score and split too) is left out, with a
     warning naming the rows (:func:`count_once`), as training, evaluation and calibration read a pair file:
     each pair counts once, in every figure alike. ``"keep"`` (the default) gives every row, as the file
-    holds it (a merge writes the file back; the verdict store is checked against its rows)."""
+    holds it (a merge writes the file back; the verdict store is checked against its rows). With
+    ``repeats="once"``, ``conversion`` (``tw2sp``): a row repeating an earlier row's pair as the model reads
+    them, converted to one script, is left out too, and said so (the first row kept: :func:`count_once`)."""
     if split is not None and split not in SPLITS:
         raise ConfigError(f"--split {split!r}: unknown split (a pair file's splits are {', '.join(SPLITS)})")
     table = read_pair_table(path)
@@ -379,6 +386,8 @@ def load_pairs(
         frame = kept
     if repeats == "once":
         frame = count_once(frame, path)
+        if conversion is not None and conversion != "none":  # one pair in two scripts: one to the model
+            frame = count_once(frame, path, conversion=conversion)
     return frame.reset_index(drop=True)
 
 
@@ -471,7 +480,9 @@ def warn_unsplit(frame: pd.DataFrame, split: str, source: str | Path, *, shown: 
     )
 
 
-def count_once(frame: pd.DataFrame, source: str | Path = "<pairs>", *, shown: int = 5) -> pd.DataFrame:
+def count_once(
+    frame: pd.DataFrame, source: str | Path = "<pairs>", *, shown: int = 5, conversion: str | None = None
+) -> pd.DataFrame:
     """``frame`` (a validated pair table, its index the file's rows from 0) without the rows that repeat an
     earlier row's pair in the same split (the same ids or the same texts, in either order:
     :func:`pair_keys`), the index kept; the rows left out are said (:func:`nlsim.progress.warn`), each with
@@ -479,15 +490,27 @@ def count_once(frame: pd.DataFrame, source: str | Path = "<pairs>", *, shown: in
     (:func:`check_split_leaks`). Counted twice, one pair would weigh double in a Spearman, a threshold's F1
     and a training epoch alike, because a row was pasted twice.
 
+    ``conversion`` (``tw2sp``): the texts are compared as the model reads them, converted to one script
+    (:func:`nlsim.conversion.convert`), as training's check of the splits compares them: a pair given in
+    Traditional characters and again in Simplified ones is one pair to the model. The first row is kept;
+    the warning says the conversion, and the score of a row left out that differs from the kept one's.
+
     Example:
         >>> df = pd.DataFrame({"text_a": ["A", "c", "b "], "text_b": ["B", "d", "a"], "split": "test"})
         >>> count_once(df, "p.tsv")["text_a"].tolist()
         ['A', 'c']
+        >>> df = pd.DataFrame({"text_a": ["颱風", "台风"], "text_b": ["登陸", "登陆"], "split": "test"})
+        >>> len(count_once(df, "p.tsv")), len(count_once(df, "p.tsv", conversion="tw2sp"))
+        (2, 1)
     """
+    keyed = frame
+    if conversion is not None and conversion != "none":
+        keyed = frame.assign(text_a=convert(frame["text_a"].astype(str).tolist(), conversion))
+        keyed["text_b"] = convert(frame["text_b"].astype(str).tolist(), conversion)
     seen: dict[tuple[tuple[str, ...], str], int] = {}
     keep: list[bool] = []
     repeated: list[tuple[int, int]] = []  # (row, the row it repeats), 1-based
-    for row, keys, split in zip(frame.index, pair_keys(frame), frame["split"], strict=True):
+    for row, keys, split in zip(frame.index, pair_keys(keyed), frame["split"], strict=True):
         first = next((seen[(key, split)] for key in keys if (key, split) in seen), None)
         for key in keys:
             seen.setdefault((key, split), int(row) + 1)
@@ -495,13 +518,41 @@ def count_once(frame: pd.DataFrame, source: str | Path = "<pairs>", *, shown: in
         if first is not None:
             repeated.append((int(row) + 1, first))
     if repeated:
-        listed = ", ".join(f"row {row} (row {first}'s pair)" for row, first in repeated[:shown])
-        more = f" and {len(repeated) - shown} more" if len(repeated) > shown else ""
-        warn(
-            f"{source}: {len(repeated)} row(s) repeat the pair of an earlier row (same split, same score) "
-            f"and are counted once: {listed}{more}"
+        _warn_repeated(frame, repeated, source, shown, conversion if keyed is not frame else None)
+    return frame[np.array(keep, dtype=bool)]  # a list, empty, would pick no column
+
+
+def _warn_repeated(
+    frame: pd.DataFrame,
+    repeated: list[tuple[int, int]],
+    source: str | Path,
+    shown: int,
+    conversion: str | None,
+) -> None:
+    """Say the rows :func:`count_once` leaves out, ``repeated`` (each row and the row it repeats, from 1):
+    compared as written, or as the model reads them (``conversion``), which may give them another score."""
+    scores: dict[int, float] = {}
+    if conversion is not None and "score" in frame.columns:
+        scores = {int(i) + 1: float(v) for i, v in zip(frame.index, frame["score"], strict=True)}
+    listed = ", ".join(
+        f"row {row} (row {first}'s pair{_other_score(scores, row, first)})" for row, first in repeated[:shown]
+    )
+    why = "(same split, same score) and are counted once"
+    if conversion is not None:
+        why = (
+            f"in the same split as the model reads them, converted to one script (--convert {conversion}), "
+            "and are counted once, the first row kept"
         )
-    return frame[keep]
+    more = f" and {len(repeated) - shown} more" if len(repeated) > shown else ""
+    warn(f"{source}: {len(repeated)} row(s) repeat the pair of an earlier row {why}: {listed}{more}")
+
+
+def _other_score(scores: dict[int, float], row: int, first: int) -> str:
+    """``", score 0.5 here, 1 there"`` where ``scores`` (by row, from 1) scores the rows ``row`` and
+    ``first`` otherwise; else nothing."""
+    if row not in scores or first not in scores or math.isclose(scores[row], scores[first], abs_tol=1e-9):
+        return ""
+    return f", score {scores[row]:g} here, {scores[first]:g} there"
 
 
 _PINNED: ContextVar[dict[Path, tuple[str, str, Path]] | None] = ContextVar("nlsim_pinned_pairs", default=None)

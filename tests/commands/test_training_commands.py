@@ -299,17 +299,26 @@ def test_evaluate_counts_a_pair_pasted_twice_once(tmp_path: Path, capsys: pytest
         "p3\te\tf\tprices rise\tprices rise again\t0.75\ttest",
     ]
     header = "pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore\tsplit\n"
+    again = "p4\tb\ta\tstorm hits the coast\tstorm hits coast\t1\ttest"
+    once, twice = once_and_twice(tmp_path, header, rows, again)
+    figures = [evaluated(path, "none", capsys) for path in (once, twice)]
+    assert figures[1] == figures[0] and figures[0]["n"] == 3
+
+
+def once_and_twice(tmp_path: Path, header: str, rows: list[str], again: str) -> tuple[Path, Path]:
+    """Two pair files of ``rows``: ``once.tsv``, and ``twice.tsv`` with the row ``again`` after them."""
     once, twice = tmp_path / "once.tsv", tmp_path / "twice.tsv"
     once.write_text(header + "\n".join(rows) + "\n", encoding="utf-8")
-    again = "p4\tb\ta\tstorm hits the coast\tstorm hits coast\t1\ttest"
     twice.write_text(header + "\n".join([*rows, again]) + "\n", encoding="utf-8")
-    figures = []
-    for path in (once, twice):
-        argv = ["evaluate", "--model", "tfidf-char2", "--pairs", str(path), "--convert", "none", "--json"]
-        assert cli(argv) == 0
-        out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-        figures.append({k: out[k] for k in ("spearman", "pearson", "mse", "mae", "n")})
-    assert figures[1] == figures[0] and figures[0]["n"] == 3
+    return once, twice
+
+
+def evaluated(path: Path, convert: str, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+    """The figures ``nlsim evaluate --json`` gives of the test pairs of ``path`` with ``tfidf-char2``."""
+    argv = ["evaluate", "--model", "tfidf-char2", "--pairs", str(path), "--convert", convert, "--json"]
+    assert cli(argv) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    return {k: out[k] for k in ("spearman", "pearson", "mse", "mae", "n")}
 
 
 @pytest.mark.parametrize("pairs", ["pairs.tsv", "stsb"])
@@ -328,3 +337,34 @@ def test_evaluate_refuses_an_unknown_split_naming_all_too(
         ConfigError, match=r"--split 'dev': unknown split \(give train, validation, test, or all"
     ):
         cli(argv)
+
+
+def test_evaluate_counts_a_pair_given_in_two_scripts_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """One pair in Traditional characters and again in Simplified ones in one split is one pair to the model,
+    which reads both converted to one script (``--convert tw2sp``), as training's check of the splits says:
+    ``nlsim evaluate`` counted it twice (n 4 for 3 pairs). It is counted once, the first row kept and the
+    row left out named with its conversion; with ``--convert none`` the two rows are two pairs."""
+    rows = [
+        "p1\t颱風登陸臺灣\t颱風來了\t1\ttest",
+        "p2\t股市今天大漲\t足球聯賽開幕\t0\ttest",
+        "p3\t北京房價上漲\t北京房價下跌\t0.5\ttest",
+    ]
+    header = "pair_id\ttext_a\ttext_b\tscore\tsplit\n"
+    again = "p4\t台风来了\t台风登陆台湾\t1\ttest"  # row 1's pair in Simplified characters, in either order
+    once, twice = once_and_twice(tmp_path, header, rows, again)
+    figures, warned = [], []
+    for path, convert in ((once, "tw2sp"), (twice, "tw2sp"), (twice, "none")):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="nlsim"):
+            figures.append(evaluated(path, convert, capsys))
+        warned.append(caplog.text)
+    assert figures[1] == figures[0] and figures[0]["n"] == 3
+    assert figures[2]["n"] == 4
+    said = (
+        f"{twice}: 1 row(s) repeat the pair of an earlier row in the same split as the model reads them, "
+        "converted to one script (--convert tw2sp), and are counted once, the first row kept: row 4 (row 1's "
+        "pair)"
+    )
+    assert [said in text for text in warned] == [False, True, False]

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from nlsim.errors import InputError
-from nlsim.io.pairs import check_split_leaks, load_pairs, validate_pairs
+from nlsim.io.pairs import COLUMNS, check_split_leaks, load_pairs, validate_pairs
 
 ROOT = Path(__file__).resolve().parents[2]
 HEADER = "pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore\tsplit\n"
@@ -119,6 +119,36 @@ def test_a_pair_twice_with_one_score_is_counted_once_where_figures_are_made(
     assert f"{path}: 1 row(s) repeat the pair of an earlier row" in caplog.text
     assert "row 3 (row 1's pair)" in caplog.text
     assert len(load_pairs(path)) == 4
+
+
+def test_a_pair_in_two_scripts_is_counted_once_as_the_model_reads_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``nlsim calibrate`` and ``nlsim evaluate`` read a pair file with the conversion the model reads the
+    texts with: one pair in Traditional characters and again in Simplified ones in a split (here with
+    another score, which a file's own check, comparing the texts as written, lets through) counted twice in
+    the threshold's F1. The first row is kept, and the row left out is named with its score; another
+    split's rows are another split's."""
+    path = write(
+        tmp_path / "p.tsv",
+        "p1			颱風登陸臺灣	颱風來了	1	validation",
+        "p2			股市今天大漲	足球聯賽開幕	0	validation",
+        "p3			台风来了	台风登陆台湾	0.75	validation",
+        "p4			股市今天大涨	足球联赛开幕	0	train",
+    )
+    with caplog.at_level("WARNING", logger="nlsim"):
+        once = load_pairs(path, "validation", repeats="once", conversion="tw2sp")
+    assert once["pair_id"].tolist() == ["p1", "p2"]
+    assert (
+        f"{path}: 1 row(s) repeat the pair of an earlier row in the same split as the model reads"
+        in caplog.text
+    )
+    assert "(--convert tw2sp)" in caplog.text
+    assert "row 3 (row 1's pair, score 0.75 here, 1 there)" in caplog.text
+    assert len(load_pairs(path, "validation", repeats="once", conversion="none")) == 3
+    assert len(load_pairs(path, repeats="once", conversion="tw2sp")) == 3  # p4 is train's
+    header = write(tmp_path / "header.tsv")  # no pairs: refused for that by its reader, not by a lost column
+    assert load_pairs(header, repeats="once", conversion="tw2sp").columns.tolist()[:5] == list(COLUMNS)
 
 
 def test_an_item_paired_with_itself_is_refused_by_row_and_field(tmp_path: Path) -> None:
