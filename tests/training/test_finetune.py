@@ -335,3 +335,33 @@ def test_a_bf16_training_keeps_its_bf16_vectors_from_every_evaluation_and_report
     lossy = run["lossy_embeddings"]
     assert lossy and not lossy & {*test["text_a"], *test["text_b"]}
     assert kept and kept[0] and not kept[0] & lossy
+
+
+def test_a_test_split_of_one_score_is_refused_before_any_training(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test split whose pairs all have one score: ``nlsim finetune`` loaded the model, trained, and only
+    then reported the test Spearman as undefined. It is refused before the model loads, naming the file,
+    the split and the way out (``--no-test``), with which the run trains and scores validation only."""
+    import nlsim.training.finetune as ft
+    from nlsim.errors import InputError
+    from nlsim.training.config import FinetuneConfig
+    from nlsim.training.data import prepare_pairs
+
+    rows = [(a, b, "0" if split == "test" else score, split) for a, b, score, split in SCRIPT_PAIRS]
+    pairs = tmp_path / "pairs.tsv"
+    pd.DataFrame(rows, columns=["text_a", "text_b", "score", "split"]).to_csv(pairs, sep="\t", index=False)
+
+    def never(*_: object) -> None:
+        raise AssertionError("the base model was loaded")
+
+    monkeypatch.setattr(ft, "load_base", never)
+    cfg = FinetuneConfig.of(pairs=str(pairs), conversion="none", calibrate_level=0.75)
+    with pytest.raises(InputError) as err:
+        finetune(cfg)
+    assert str(err.value).startswith(
+        f"{pairs}: field 'score': the 3 pair(s) of split 'test' all have the score 0: its Spearman"
+    )
+    assert "--no-test" in str(err.value)
+    data = prepare_pairs(cfg.with_(eval_test=False))
+    assert (len(data.train), len(data.validation), len(data.test)) == (5, 4, 0)
