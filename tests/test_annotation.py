@@ -129,6 +129,28 @@ def test_select_candidates_stratifies() -> None:
     assert got[got["stratum"] != "near-threshold"]["stratum"].value_counts().tolist() == [2] * 5
 
 
+@pytest.mark.parametrize(
+    ("n", "strata"),
+    [
+        (1, {"near-threshold": 1}),
+        (2, {"near-threshold": 1, "sim-bin-5": 1}),
+        (4, {"near-threshold": 2, "sim-bin-4": 1, "sim-bin-5": 1}),
+        (6, {"near-threshold": 3, "sim-bin-3": 1, "sim-bin-4": 1, "sim-bin-5": 1}),
+    ],
+)
+def test_a_draw_smaller_than_the_strata_draws_from_those_nearest_the_threshold(
+    n: int, strata: dict[str, int]
+) -> None:
+    """``nlsim annotate draw -n 1`` drew its one pair from the lowest stratum (half of one pair, rounded to
+    even, is none), and a draw with fewer pairs left than strata took them from the lowest similarities,
+    far below a threshold of 0.85, where the model is surest. The odd pair goes to the pairs nearest the
+    threshold, and the strata nearest it are drawn from first."""
+    pool = pd.DataFrame({"a": range(100), "b": range(1, 101), "similarity": np.linspace(0, 0.99, 100)})
+    got = select_candidates(pool, n, 0.85)
+    assert got["stratum"].value_counts().to_dict() == strata
+    assert got["similarity"].iloc[0] == pytest.approx(0.85)
+
+
 @pytest.mark.parametrize(("size", "n"), [(14, 13), (15, 15), (16, 40), (2374, 2374)])
 def test_select_candidates_draws_every_pair_asked_that_the_pool_holds(size: int, n: int) -> None:
     """A stratum with fewer pairs than its share (equal-count strata differ by one) leaves its shortfall to

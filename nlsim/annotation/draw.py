@@ -5,8 +5,9 @@ pairs make the candidate pool; pairs already annotated (either order, by id or b
 so are the items the pair file knows by id with another text (the merge would refuse a pair of one). When the
 model carries a reranker (a fine-tuned model folder, or ``current``: the model store's promoted model), the
 pool is scored as the report scores it, on the rerank score, and the threshold is the reranker's; otherwise
-on the cosine. Then half the budget goes to the pairs nearest the threshold (where the model is least sure)
-and the rest is spread evenly over score strata. The CSV (the editors' file, :mod:`nlsim.io.editor_file`)
+on the cosine. Then half the budget (rounded up) goes to the pairs nearest the threshold (where the model is
+least sure) and the rest is spread evenly over score strata, what does not divide evenly to the strata
+nearest the threshold first. The CSV (the editors' file, :mod:`nlsim.io.editor_file`)
 lists the near-threshold pairs first, with an empty ``score`` column for the editor (one of the rubric's
 five levels: 0, 0.25, 0.5, 0.75, 1; see ``annotations/GUIDELINES.md``). A pair's id is made from its item
 ids: the same in every draw.
@@ -89,21 +90,27 @@ def select_candidates(
     near_fraction: float = 0.5,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """``n`` rows of ``pool``: the ``near_fraction`` nearest ``threshold`` first, the rest stratified.
+    """``n`` rows of ``pool``: the ``near_fraction`` nearest ``threshold`` first (a half pair rounded up:
+    ``-n 1`` draws the pair nearest the threshold), the rest stratified.
 
     Strata are equal-count bins of similarity over the pool; each gets an equal share (drawn at random
-    within the bin). Adds ``stratum`` (``near-threshold`` or ``sim-bin-K``).
+    within the bin). What does not divide evenly goes to the strata nearest the threshold first (by their
+    pair nearest it), as does the shortfall of a stratum with fewer pairs than its share: with fewer pairs
+    than strata, the strata drawn from are those where the model is least sure, not the lowest ones. Adds
+    ``stratum`` (``near-threshold`` or ``sim-bin-K``).
 
     Example:
         >>> pool = pd.DataFrame({"a": range(10), "b": range(1, 11), "similarity": np.linspace(0, 0.9, 10)})
         >>> select_candidates(pool, 4, 0.5, strata=2, near_fraction=0.5)["stratum"].tolist()[:2]
         ['near-threshold', 'near-threshold']
+        >>> select_candidates(pool, 3, 0.8, strata=3, near_fraction=0.5)["stratum"].tolist()
+        ['near-threshold', 'near-threshold', 'sim-bin-3']
     """
     if n < 1:
         raise ConfigError(f"n must be >= 1, got {n}")
     pool = pool.reset_index(drop=True)
     n = min(n, len(pool))
-    n_near = int(round(n * near_fraction))
+    n_near = min(n, int(np.floor(n * near_fraction + 0.5)))  # half up: Python's round(0.5) is 0
     dist = (pool["similarity"] - threshold).abs()
     near = dist.sort_values(kind="stable").index[:n_near]
     chosen = pool.loc[near].assign(stratum="near-threshold")
@@ -113,9 +120,11 @@ def select_candidates(
     if n_rest > 0 and len(rest):
         rng = np.random.default_rng(seed)
         bins = pd.qcut(rest["similarity"].rank(method="first"), q=min(strata, len(rest)), labels=False)
-        per = np.full(int(bins.max()) + 1, n_rest // (int(bins.max()) + 1))
-        per[: n_rest - per.sum()] += 1
-        per = _shares_held(per, np.bincount(bins.to_numpy(), minlength=len(per)))
+        k = int(bins.max()) + 1
+        order = _nearest_first(dist.loc[rest.index].to_numpy(), bins.to_numpy(), k)
+        per = np.full(k, n_rest // k)
+        per[order[: n_rest - per.sum()]] += 1
+        per = _shares_held(per, np.bincount(bins.to_numpy(), minlength=k), order)
         for b, count in enumerate(per):
             idx = rest.index[bins.to_numpy() == b]
             take = rng.choice(idx, size=min(int(count), len(idx)), replace=False)
@@ -124,19 +133,32 @@ def select_candidates(
     return out.reset_index(drop=True)
 
 
-def _shares_held(per: np.ndarray, held: np.ndarray) -> np.ndarray:
+def _nearest_first(dist: np.ndarray, bins: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` strata (``bins``: each pair's) in the order of their pair nearest the threshold (``dist``:
+    each pair's distance from it), the lower stratum first where two are as near.
+
+    >>> _nearest_first(np.array([0.5, 0.4, 0.1, 0.2, 0.3]), np.array([0, 0, 1, 1, 2]), 3).tolist()
+    [1, 2, 0]
+    """
+    nearest = np.full(k, np.inf)
+    np.minimum.at(nearest, bins, dist)
+    return np.argsort(nearest, kind="stable")
+
+
+def _shares_held(per: np.ndarray, held: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
     """Each stratum's share ``per`` of the pairs to draw, no more than the stratum ``held``: the shortfall
     of a stratum with fewer pairs than its share (equal-count strata differ by one) goes, one pair a
-    stratum in their order, to those with pairs to spare, so that the draw gives every pair asked that the
-    strata hold.
+    stratum in ``order`` (left out: theirs; :func:`select_candidates` gives the nearest the threshold
+    first), to those with pairs to spare, so that the draw gives every pair asked that the strata hold.
 
     >>> _shares_held(np.array([3, 3, 2]), np.array([2, 3, 4])).tolist()
     [2, 3, 3]
     """
     kept = np.minimum(per, held)
     short = int(per.sum() - kept.sum())
+    ranked = range(len(kept)) if order is None else [int(b) for b in order]
     while short > 0 and (kept < held).any():
-        for b in range(len(kept)):
+        for b in ranked:
             if short > 0 and kept[b] < held[b]:
                 kept[b] += 1
                 short -= 1
