@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     from nlsim.evaluation.metrics import check_scorable, defined, evaluate, metrics_table  # deferred
     from nlsim.rerank.reranker import load_reranker
 
-    check_scorable(frame, f"{args.pairs} ({args.split})")
+    check_scorable(frame, args.pairs, args.split)
     scorer = load_scorer(args.model, args.threads, args.max_length, args.rerank)
     kind = "bi-encoder" if hasattr(scorer, "encode") else "baseline"
     if kind == "bi-encoder":

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nlsim.errors import ConfigError, StateError
+from nlsim.errors import ConfigError, InputError, StateError
 from nlsim.evaluation.figures import RATE_DIGITS, rates, rates_at, split_pairs
 from nlsim.evaluation.interval import f1_interval
 from nlsim.evaluation.levels import DEFAULT_LEVEL, LEVELS, parse_level  # noqa: F401 - re-exported
@@ -231,25 +231,29 @@ def threshold_metrics(
 
 
 def check_calibratable(pairs: pd.DataFrame, level: float, source: str | Path, split: str) -> None:
-    """Refuse, before a model is loaded and the pairs embedded, pairs no threshold can be calibrated on:
-    none at all, or none on one side of ``level``; the message names the file and the split.
+    """Refuse (:class:`~nlsim.errors.InputError`: what the pair file holds, exit status 1), before a model
+    is loaded and the pairs embedded, pairs no threshold can be calibrated on: none at all, or none on one
+    side of ``level``; the message names the file, the field and the split.
 
     Example:
         >>> check_calibratable(pd.DataFrame({"score": [0.5, 0.25]}), 1.0, "p.tsv", "test")
         Traceback (most recent call last):
         ...
-        nlsim.errors.ConfigError: p.tsv: split 'test': none of its 2 pairs is at or above level 1.0; a ...
+        nlsim.errors.InputError: p.tsv: field 'score': none of the 2 pairs of split 'test' is at or above ...
     """
     if pairs.empty:
-        raise ConfigError(f"{source}: no pairs to calibrate on (the file holds a header only)")
+        raise InputError(source, None, None, "no pairs to calibrate on (the file holds a header only)")
     above = int((pairs["score"].to_numpy(dtype=np.float64) >= level - 1e-9).sum())
     if 0 < above < len(pairs):
         return
-    where = f"{source}: split {split!r}" if split != "all" else f"{source}"
-    which = "none of its {} pairs is" if above == 0 else "all of its {} pairs are"
-    raise ConfigError(
-        f"{where}: {which.format(len(pairs))} at or above level {level}; "
-        "a threshold needs pairs on both sides of it (another --level, or another --split)"
+    which = "none of the {} pairs{} is" if above == 0 else "all of the {} pairs{} are"
+    of = f" of split {split!r}" if split != "all" else ""
+    raise InputError(
+        source,
+        None,
+        "score",
+        f"{which.format(len(pairs), of)} at or above level {level}; a threshold needs pairs on both sides of "
+        "it (another --level, or another --split)",
     )
 
 

@@ -21,7 +21,7 @@ import pandas as pd
 
 from nlsim.conversion import convert
 from nlsim.encoders.scoring import as_pair_scorer
-from nlsim.errors import ConfigError
+from nlsim.errors import InputError
 from nlsim.evaluation.figures import pearson, spearman
 from nlsim.io.cells import model_text
 
@@ -80,22 +80,31 @@ def pair_similarities(scorer: Any, pairs: pd.DataFrame, conversion: str | None =
     return np.asarray(as_pair_scorer(scorer)(a, b), dtype=np.float64)
 
 
-def check_scorable(pairs: pd.DataFrame, source: str = "<pairs>") -> None:
-    """Refuse pairs that no correlation can be computed on: fewer than 3, or all with one score.
+def check_scorable(pairs: pd.DataFrame, source: str = "<pairs>", split: str = "all") -> None:
+    """Refuse (:class:`~nlsim.errors.InputError`: what the pair file ``source`` holds, exit status 1) the
+    pairs of ``split`` (``all``: every pair) that no correlation can be computed on: fewer than 3, or all
+    with one score.
 
     Example:
-        >>> check_scorable(pd.DataFrame({"score": [0.5]}), "p.tsv")
+        >>> check_scorable(pd.DataFrame({"score": [0.5]}), "p.tsv", "test")
         Traceback (most recent call last):
         ...
-        nlsim.errors.ConfigError: p.tsv: 1 pair(s); Spearman needs at least 3 pairs with different scores
+        nlsim.errors.InputError: p.tsv: field 'split': 1 pair(s) in split 'test'; Spearman needs at least ...
     """
+    where = f"in split {split!r}" if split != "all" else "in the file"
     if len(pairs) < 3:
-        raise ConfigError(
-            f"{source}: {len(pairs)} pair(s); Spearman needs at least 3 pairs with different scores"
+        raise InputError(
+            source,
+            None,
+            "split",
+            f"{len(pairs)} pair(s) {where}; Spearman needs at least 3 pairs with different scores",
         )
     if pairs["score"].nunique() < 2:
-        raise ConfigError(
-            f"{source}: every pair has the score {pairs['score'].iloc[0]:g}; Spearman is undefined"
+        raise InputError(
+            source,
+            None,
+            "score",
+            f"every pair {where} has the score {pairs['score'].iloc[0]:g}; Spearman is undefined",
         )
 
 

@@ -78,11 +78,16 @@ def split_pairs(pairs: pd.DataFrame, cfg: FinetuneConfig) -> tuple[pd.DataFrame,
     train, val, test = parts
     source = cfg.data.pairs or "<pairs>"
     if train.empty:
-        raise ConfigError(f"{source}: no pairs in split {cfg.data.train_split!r}{split_counts(pairs)}")
+        raise InputError(
+            source, None, "split", f"no pairs in split {cfg.data.train_split!r}{split_counts(pairs)}"
+        )
     if val.empty:
-        raise ConfigError(
-            f"{source}: no pairs in split {cfg.data.val_split!r}{split_counts(pairs)}: the best checkpoint "
-            "is chosen on it"
+        raise InputError(
+            source,
+            None,
+            "split",
+            f"no pairs in split {cfg.data.val_split!r}{split_counts(pairs)}: the best checkpoint is chosen "
+            "on it",
         )
     size = cfg.data.train_size
     if size is not None and size > len(train):
@@ -95,29 +100,38 @@ def split_pairs(pairs: pd.DataFrame, cfg: FinetuneConfig) -> tuple[pd.DataFrame,
 
 
 def check_trainable(train: pd.DataFrame, validation: pd.DataFrame, cfg: FinetuneConfig, source: str) -> None:
-    """Refuse, before training, splits that cannot train, choose a checkpoint or calibrate."""
+    """Refuse, before training, splits that cannot train, choose a checkpoint or calibrate
+    (:class:`~nlsim.errors.InputError`, naming the file and the field: what the pair file holds, exit
+    status 1)."""
     for name, frame, least in (
         ("training", train, MIN_TRAIN_PAIRS),
         ("validation", validation, MIN_VALIDATION_PAIRS),
     ):
         if len(frame) < least:
-            raise ConfigError(
-                f"{source}: the {name} split has {len(frame)} pair(s); at least {least} are needed"
+            raise InputError(
+                source,
+                None,
+                "split",
+                f"the {name} split has {len(frame)} pair(s); at least {least} are needed",
             )
         if frame["score"].nunique() < 2:
-            raise ConfigError(
-                f"{source}: every {name} pair has the score {frame['score'].iloc[0]:g}; the scores must "
-                "differ "
-                "(there is nothing to learn or to choose the checkpoint on)"
+            raise InputError(
+                source,
+                None,
+                "score",
+                f"every {name} pair has the score {frame['score'].iloc[0]:g}; the scores must differ (there "
+                "is nothing to learn or to choose the checkpoint on)",
             )
     level = cfg.evaluation.calibrate_level
     if level is not None:
         above = int((validation["score"] >= float(level) - 1e-9).sum())
         if above in (0, len(validation)):
-            raise ConfigError(
-                f"{source}: {above} of the {len(validation)} validation pairs reach level {level}; the "
-                "threshold "
-                "cannot be calibrated without pairs on both sides (add pairs, or choose another --level)"
+            raise InputError(
+                source,
+                None,
+                "score",
+                f"{above} of the {len(validation)} validation pairs reach level {level}; the threshold "
+                "cannot be calibrated without pairs on both sides (add pairs, or choose another --level)",
             )
 
 

@@ -1239,13 +1239,13 @@ def bad_pairs() -> list[Case]:
             ("validation",),
             1,
         ),
-        ("evaluate-one-pair", evaluate(), pair_table([("a", "b", "0.5", "test")]), ("1 pair(s)",), 2),
+        ("evaluate-one-pair", evaluate(), pair_table([("a", "b", "0.5", "test")]), ("1 pair(s)",), 1),
         (
             "evaluate-constant-scores",
             evaluate(),
             pair_table([(f"a{i}", f"b{i}", "0.5", "test") for i in range(5)]),
             ("score 0.5",),
-            2,
+            1,
         ),
         (
             "finetune-two-training-pairs",
@@ -1255,7 +1255,7 @@ def bad_pairs() -> list[Case]:
                 + [(f"v{i}", f"w{i}", f"{i % 2}", "validation") for i in range(6)]
             ),
             ("training split has 2",),
-            2,
+            1,
         ),
         (
             "finetune-constant-training-scores",
@@ -1265,14 +1265,14 @@ def bad_pairs() -> list[Case]:
                 + [(f"v{i}", f"w{i}", f"{i % 2}", "validation") for i in range(6)]
             ),
             ("every training pair",),
-            2,
+            1,
         ),
         (
             "finetune-no-validation",
             finetune("pairs.tsv", "model"),
             pair_table([(f"a{i}", f"b{i}", f"{i % 2}", "train") for i in range(6)]),
             ("validation",),
-            2,
+            1,
         ),
         (
             "finetune-level-on-one-side",
@@ -1282,7 +1282,18 @@ def bad_pairs() -> list[Case]:
                 + [(f"v{i}", f"w{i}", f"{i / 20:g}", "validation") for i in range(6)]
             ),
             ("level",),
-            2,
+            1,
+        ),
+        (
+            "finetune-constant-test-scores",
+            finetune("pairs.tsv", "model"),
+            pair_table(
+                [(f"a{i}", f"b{i}", f"{i % 2}", "train") for i in range(6)]
+                + [(f"v{i}", f"w{i}", f"{i % 2}", "validation") for i in range(6)]
+                + [(f"t{i}", f"u{i}", "0.5", "test") for i in range(4)]
+            ),
+            ("field 'score'", "split 'test'", "--no-test"),
+            1,
         ),
         (
             "finetune-test-pair-in-train",

@@ -268,12 +268,12 @@ def test_calibrate_and_embed_never_overwrite_a_user_file(tmp_path: Path) -> None
         (
             "a\tb\t0.5\ttest\nc\td\t0.25\ttest\n",
             "test",
-            "split 'test': none of its 2 pairs is at or above level 0.875",
+            "field 'score': none of the 2 pairs of split 'test' is at or above level 0.875",
         ),
         (
             "a\tb\t1\ttest\nc\td\t1\ttest\n",
             "test",
-            "split 'test': all of its 2 pairs are at or above level 0.875",
+            "field 'score': all of the 2 pairs of split 'test' are at or above level 0.875",
         ),
     ],
 )
@@ -283,7 +283,7 @@ def test_calibrate_on_pairs_that_cannot_give_a_threshold_is_refused_naming_the_f
     (tmp_path / "pairs.tsv").write_text("text_a\ttext_b\tscore\tsplit\n" + rows, encoding="utf-8")
     # a model that is not there: refused on the pairs, it was never looked for
     args = ["--model", "models/none", "--pairs", "pairs.tsv", "--split", split, "--out", "cal.json"]
-    message = refused(nlsim("calibrate", *args, cwd=tmp_path), 2, words, alone=True)
+    message = refused(nlsim("calibrate", *args, cwd=tmp_path), 1, words, alone=True)
     assert "models/none" not in message
     assert entries(tmp_path) == ["pairs.tsv"]
 
@@ -1023,7 +1023,7 @@ def test_out_that_cannot_be_written_is_refused_before_any_work(tmp_path: Path, o
     [
         (2, 16, False, "the training split has 2 pair(s)"),
         (16, 16, True, "every training pair has the score"),
-        (16, 0, False, "pairs.tsv: no pairs in split 'validation'"),
+        (16, 0, False, "pairs.tsv: field 'split': no pairs in split 'validation'"),
     ],
 )
 def test_finetune_pairs_that_cannot_train_are_refused_before_training(
@@ -1034,7 +1034,7 @@ def test_finetune_pairs_that_cannot_train_are_refused_before_training(
         pairs.loc[pairs["split"] == "train", "score"] = 0.5
     pairs.to_csv(tmp_path / "pairs.tsv", sep="\t", index=False)
     proc = nlsim("finetune", "--pairs", "pairs.tsv", "--out", "model", *FINETUNE, cwd=tmp_path)
-    refused(proc, 2, words)
+    refused(proc, 1, words)
     assert "fine-tuning" not in proc.stderr
 
 
@@ -1044,7 +1044,7 @@ def test_evaluate_on_one_pair_is_refused(tmp_path: Path) -> None:
     proc = nlsim(
         "evaluate", "--model", "tfidf-char2", "--pairs", "pairs.tsv", "--convert", "none", cwd=tmp_path
     )
-    refused(proc, 2, "1 pair(s)")
+    refused(proc, 1, "1 pair(s)")
     assert "nan" not in proc.stdout
 
 

@@ -358,12 +358,12 @@ def test_a_validation_split_of_one_score_is_refused_before_the_baselines(
 ) -> None:
     """Each point keeps its best epoch on validation: one score there is what ``nlsim finetune`` refuses;
     the curve refuses it before the baselines are scored, not at its first point."""
-    from nlsim.errors import ConfigError
+    from nlsim.errors import InputError
 
     flat = _with_scores(pairs_file, tmp_path, "validation", [0.4])
     _no_work(monkeypatch)
     with pytest.raises(
-        ConfigError, match=r"validation_scores\.tsv: every validation pair has the score 0\.4"
+        InputError, match=r"validation_scores\.tsv: field 'score': every validation pair has the score 0\.4"
     ):
         run_learning_curve(config(flat, tmp_path / "curve", (1,)), log=lambda _: None)
     assert not (tmp_path / "curve").exists()
