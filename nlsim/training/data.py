@@ -244,6 +244,18 @@ def check_converted_leaks(every: pd.DataFrame, rows: list[int], source: str, con
     check_split_leaks(every[named], source, rows=kept, converted=conversion)
 
 
+def once_converted(every: pd.DataFrame, rows: list[int], source: str, conversion: str) -> pd.DataFrame:
+    """``every`` (converted: :func:`convert_pairs`; ``rows``, each pair's row in the file from 1) without
+    the rows that repeat an earlier row's pair in the same split as the model reads them, converted to one
+    script (a validation pair in Traditional characters given again in Simplified ones with the same score:
+    another score is refused by :func:`check_converted_leaks`), said as :func:`~nlsim.io.pairs.count_once`
+    says it. Counted twice, the pair would weigh double in an epoch and in the validation and test figures,
+    where ``nlsim evaluate`` counts it once."""
+    written = every.assign(text_a=every["orig_text_a"], text_b=every["orig_text_b"])
+    once = count_once(written.set_axis(pd.Index(rows) - 1), source, conversion=conversion)
+    return every[np.isin(np.asarray(rows) - 1, once.index.to_numpy())].reset_index(drop=True)
+
+
 def prepare_pairs(cfg: FinetuneConfig, pairs: pd.DataFrame | None = None) -> PreparedPairs:
     """Load (or take) the pairs, split them, draw the training subset and convert the script. Loaded from
     ``cfg.data.pairs``, each training pair an editor overruled takes the editor's newer score (the module
@@ -269,6 +281,7 @@ def prepare_pairs(cfg: FinetuneConfig, pairs: pd.DataFrame | None = None) -> Pre
         pairs = once.reset_index(drop=True)
     every = convert_pairs(pairs, cfg.data.conversion)  # converted once, then split
     check_converted_leaks(every, rows, str(cfg.data.pairs or "<pairs>"), cfg.data.conversion)
+    every = once_converted(every, rows, str(cfg.data.pairs or "<pairs>"), cfg.data.conversion)
     train, val, test = split_pairs(every, cfg)
     check_trainable(train, val, cfg, str(cfg.data.pairs or "<pairs>"))
     if cfg.evaluation.eval_test:

@@ -251,6 +251,30 @@ def test_a_training_pair_given_again_in_the_other_script_in_test_is_refused(tmp_
         check_curve_splits(load_curve_pairs(pairs, log=lambda _: None), curve)  # before any point trains
 
 
+def test_a_pair_given_again_in_the_other_script_in_its_split_is_trained_and_judged_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A validation pair given in Traditional characters and again in Simplified ones with the same score
+    is one pair to the model (``--convert tw2sp``): training kept both rows, so it weighed double in the
+    checkpoint's choice and the figures, where ``nlsim evaluate`` counts it once. The first row is kept,
+    the other said; with ``--convert none`` they are two pairs."""
+    from nlsim.training.config import FinetuneConfig
+    from nlsim.training.data import prepare_pairs
+
+    rows = [row for row in SCRIPT_PAIRS if row[1] != "新手机发布"]  # no pair in two splits
+    rows.append(("颱風登陸台灣", "颱風來了", "1", "validation"))  # row 8's pair, 台 for 臺, in either order
+    rows.append(("台风来了", "台风登陆台湾", "1", "validation"))  # and in Simplified characters
+    pairs = tmp_path / "pairs.tsv"
+    pd.DataFrame(rows, columns=["text_a", "text_b", "score", "split"]).to_csv(pairs, sep="\t", index=False)
+    cfg = FinetuneConfig.of(pairs=str(pairs), conversion="tw2sp", calibrate_level=0.75)
+    with caplog.at_level("WARNING", logger="nlsim"):
+        data = prepare_pairs(cfg)
+    assert len(data.validation) == 4
+    assert data.validation["orig_text_a"].tolist().count("颱風來了") == 2  # rows 8 and 9: two pairs
+    assert "row 12 (row 8's pair), row 13 (row 8's pair)" in caplog.text and "--convert tw2sp" in caplog.text
+    assert len(prepare_pairs(cfg.with_(conversion="none")).validation) == 6
+
+
 def test_training_says_the_rows_it_leaves_out_for_naming_no_split(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
