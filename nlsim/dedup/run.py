@@ -536,6 +536,7 @@ def run_record(
         window_hours=settings.search.window_hours,
         cluster_rule=settings.clustering.describe(),
         story_rule=StoryRule.of(settings.clustering.story_rule(model.levels.story), settings.clustering.cut),
+        near_miss_limit=settings.report.near_misses,
         timezone=settings.input.timezone,
         as_of=None if window.as_of is None else window.as_of.isoformat(),
         input_key=window.input_key,

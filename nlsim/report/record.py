@@ -465,6 +465,9 @@ class RunRecord:
     """The rule that made the clusters (``support 0.4``: the support rule at that share; ``components``)."""
     story_rule: StoryRule | None = None
     """The same rule with its settings, as the page's preview runs it (``None``: a record written before)."""
+    near_miss_limit: int | None = None
+    """How many near misses the run asked for (``--near-misses``; 0: none, the search floor not lowered;
+    ``None``: a record written before it was kept)."""
     timezone: str = "UTC"
     """The time zone of the report's days and times (``--timezone``; the daily deployment's ``timezone``)."""
     input_key: str = ""

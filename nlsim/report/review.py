@@ -131,13 +131,15 @@ def _asset(name: str) -> str:
 
 def review_meta(record: RunRecord) -> dict[str, Any]:
     """What the panel and its export need from the run: the run id (the key of the marks), the model
-    (its store version when it has one) and the threshold that showed the pairs, the levels."""
+    (its store version when it has one) and the threshold that showed the pairs, the levels, and how many
+    near misses the run asked for (``None``: not known)."""
     info = record.info
     return {
         "runId": record.run_id,
         "model": info.version or record.model or info.model_id,
         "threshold": columns.page_threshold(record.threshold, 6),
         "score": "rerank score" if record.rerank is not None else "cosine",
+        "nearMissLimit": record.near_miss_limit,
         "levels": [{"v": v, "key": k, "label": label, "title": title} for v, k, label, title in LEVELS],
         "three": list(THREE),
         "columns": list(editor_file.COLUMNS),
@@ -185,6 +187,16 @@ def editors_data(
     }
 
 
+def _no_near_miss(limit: int | None) -> str:
+    """Why the near-miss queue is empty: none asked for (``--near-misses 0``), none found, or not known (a
+    record written before the limit was kept)."""
+    if limit is None:
+        return "none in this report"
+    if limit <= 0:
+        return "none asked for (<code>--near-misses 0</code>)"
+    return "none: no candidate pair came close to the threshold"
+
+
 def _near_heading(data: dict[str, Any], threshold: str) -> str:
     """The near misses' heading: how many are below the threshold and how many at or above it (pairs the
     cluster rule or an editor's verdict kept in two clusters, :func:`nlsim.dedup.stages.near_misses`)."""
@@ -196,6 +208,8 @@ def _near_heading(data: dict[str, Any], threshold: str) -> str:
         0 if at is None else sum(1 for p in near if p.get("similarity") is not None and p["similarity"] >= at)
     )
     bound = html.escape(threshold)
+    if not near:
+        return f"<h3>Near misses: {_no_near_miss(meta.get('nearMissLimit'))}</h3>"
     if len(near) == 1 and not above:
         return f"<h3>Near misses: the best pair below the threshold ({score} &lt; {bound})</h3>"
     if len(near) == 1:

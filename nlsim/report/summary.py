@@ -119,6 +119,11 @@ def _settings(record: RunRecord) -> list[str]:
         lines.append(f"- pairs of items published at most: {record.window_hours:g} hours apart")
     if record.cluster_rule:
         lines.append(f"- cluster rule: {md_cell(record.cluster_rule)}")
+    if record.near_miss_limit == 0:
+        lines.append("- near misses: none asked for (`--near-misses 0`)")
+    elif record.near_miss_limit is not None:
+        listed, limit = record.counts.near_misses or 0, record.near_miss_limit
+        lines.append(f"- near misses: {listed:,} listed (at most {limit:,}, `--near-misses`)")
     sw = record.model_switch
     if sw is not None:
         lines.append(f"- model switch: {md_cell(sw.from_model)} → {md_cell(sw.to_model)}")

@@ -128,3 +128,23 @@ def test_scores_of_a_pairs_frame_without_and_with_a_reranker() -> None:
     assert reranked["cross_encoder"].iloc[0] == np.float32(0.5) and np.isnan(
         reranked["cross_encoder"].iloc[1]
     )
+
+
+def test_run_json_keeps_the_near_miss_limit_and_an_older_one_reads_without_it(tmp_path: Path) -> None:
+    """A run's page and summary read how many near misses were asked for (``--near-misses``) from its record:
+    ``run.json`` keeps it, and a ``run.json`` written before it was kept reads as not known."""
+    from nlsim.dedup.run import run_dedup
+
+    story_corpus().to_parquet(tmp_path / "all.parquet", index=False)
+    config = DedupConfig.of(
+        corpus=tmp_path / "all.parquet", out=tmp_path / "out", model="hash", convert="none",
+        threshold=0.7, cache=False, progress=False, near_misses=0,
+    )  # fmt: skip
+    result = run_dedup(config, encoder=HashEncoder())
+    run = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert run["near_miss_limit"] == 0 == result.stats.near_miss_limit and run["counts"]["near_misses"] == 0
+    assert "none asked for" in (tmp_path / "out" / "index.html").read_text()
+    summary = (tmp_path / "out" / "summary.md").read_text()
+    assert "- near misses: none asked for (`--near-misses 0`)" in summary
+    del run["near_miss_limit"]
+    assert RunRecord.from_dict(run).near_miss_limit is None

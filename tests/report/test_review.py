@@ -4,6 +4,7 @@ button says what the rubric says, the export's columns and formula rule come fro
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from nlsim.io import editor_file
@@ -98,3 +99,22 @@ def test_the_near_miss_heading_counts_the_pairs_at_or_above_the_threshold() -> N
     assert heading.group(0) == (
         "<h3>Near misses: the 2 best pairs below the threshold (cosine &lt; 0.850), nearest first</h3>"
     )
+
+
+def test_a_report_that_asked_for_no_near_miss_says_so_not_the_0_best_pairs() -> None:
+    """A run with ``--near-misses 0`` headed its empty queue "the 0 best pairs below the threshold": it
+    says none were asked for; one that asked and found none says none came close; a record written before
+    the limit was kept says the report has none."""
+    record = RunRecord(run_id="batch-1", model="m", threshold=0.85)
+
+    def heading(limit: int | None) -> str:
+        meta = review.review_meta(replace(record, near_miss_limit=limit))
+        section = review.review_section({"review": meta, "nearMisses": []})
+        found = re.search(r"<h3>Near misses.*?</h3>", section)
+        assert found is not None
+        return found.group(0)
+
+    assert heading(0) == "<h3>Near misses: none asked for (<code>--near-misses 0</code>)</h3>"
+    assert heading(200) == "<h3>Near misses: none: no candidate pair came close to the threshold</h3>"
+    assert heading(None) == "<h3>Near misses: none in this report</h3>"
+    assert all("0 best" not in heading(n) for n in (0, 200, None))

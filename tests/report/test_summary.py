@@ -226,3 +226,16 @@ def test_a_summary_of_no_cluster_says_so_instead_of_an_empty_table() -> None:
         "No cluster: no two items of this run tell the same story.",
     ]
     assert not any(line.startswith("| cluster |") for line in lines)
+
+
+def test_the_summary_says_when_no_near_miss_was_asked_for() -> None:
+    """A run with ``--near-misses 0`` listed ``near_misses | 0`` in the summary as if none were found: the
+    summary says none were asked for, and how many a run that asked for them listed, of how many."""
+    pairs, clusters = _clusters()
+    record = RunRecord(model="m", threshold=0.9, counts=Counts(items_in=3, near_misses=0), near_miss_limit=0)
+    lines = render_markdown(pairs, clusters, record).splitlines()
+    assert "- near misses: none asked for (`--near-misses 0`)" in lines
+    asked = dataclasses.replace(record, counts=Counts(items_in=3, near_misses=7), near_miss_limit=200)
+    assert "- near misses: 7 listed (at most 200, `--near-misses`)" in render_markdown(pairs, clusters, asked)
+    old = dataclasses.replace(record, near_miss_limit=None)  # a record written before the limit was kept
+    assert not [line for line in render_markdown(pairs, clusters, old).splitlines() if "near misses:" in line]
