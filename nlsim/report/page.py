@@ -81,7 +81,8 @@ SIZE_BUCKETS = (
     (21, None, "21+"),
 )
 MAX_DAYS = 62
-"""Clusters are counted by day of their first item up to this many days, by month beyond."""
+"""Stories are counted by day of their first item while their first items span at most this many days, by
+month beyond (:func:`day_or_month`)."""
 CJK_LANG = {"tw2sp": "zh-Hant", "t2s": "zh-Hant", "s2t": "zh-Hans", "s2twp": "zh-Hans"}
 """The ``lang`` of Chinese titles, from the run's conversion (its source script); ``zh`` otherwise: the
 titles whose own script says otherwise are marked with it (:func:`title_langs`)."""
@@ -220,12 +221,38 @@ def _size_bucket(size: int) -> str:
     return str(size)
 
 
-def _periods(firsts: list[str | None]) -> tuple[str, list[str | None]]:
-    """Each cluster's period (``YYYY-MM-DD``, or ``YYYY-MM`` when the clusters span too many days)."""
-    days = {f[:10] for f in firsts if f}
-    if len(days) <= MAX_DAYS:
-        return "day", [f[:10] if f else None for f in firsts]
-    return "month", [f[:7] if f else None for f in firsts]
+def current_clusters(clusters: pd.DataFrame) -> pd.DataFrame:
+    """The clusters a report lists as current: those a daily run dissolved (listed with the members they
+    had) left out."""
+    return clusters[clusters["status"] != "dissolved"] if "status" in clusters else clusters
+
+
+def day_or_month(clusters: pd.DataFrame) -> str:
+    """Whether the page and ``stories.png`` count these stories by the ``day`` or the ``month`` of their
+    first item: by day while the first items of the current ones (:func:`current_clusters`; undated ones
+    aside) span at most :data:`MAX_DAYS` days, from the earliest instant to the latest, by month beyond
+    (``stories.png`` goes on to hours within :data:`nlsim.report.plots.HOURLY_SPAN`).
+
+    >>> first = pd.to_datetime(["2024-01-01T00:00Z", "2024-03-03T00:00Z", "2024-03-03T00:01Z"], utc=True)
+    >>> day_or_month(pd.DataFrame({"first_published": first[:2]}))
+    'day'
+    >>> day_or_month(pd.DataFrame({"first_published": first[::2]}))
+    'month'
+    """
+    current = current_clusters(clusters)
+    if "first_published" not in current:
+        return "day"
+    dated = pd.to_datetime(current["first_published"], utc=True).dropna()
+    # in nanoseconds as Python integers: the times read span up to 583 years, a Timedelta holds 292
+    span = dated.max().value - dated.min().value if len(dated) else 0
+    return "day" if span <= pd.Timedelta(days=MAX_DAYS).value else "month"
+
+
+def _periods(firsts: list[str | None], unit: str) -> list[str | None]:
+    """Each cluster's period from its first item's time on the page (``YYYY-MM-DD``, or ``YYYY-MM`` when
+    ``unit`` is ``month``, :func:`day_or_month`)."""
+    cut = 10 if unit == "day" else 7
+    return [f[:cut] if f else None for f in firsts]
 
 
 class _Items:
@@ -450,7 +477,8 @@ def page_data(
     editors = review.editors_data(record.editors, item, item.known)
     changes = record.editors.cluster_changes if record.editors is not None else []
     cards = cluster_verdicts(out, changes, item, item.known)
-    unit, periods = _periods([c["first_published"] for c in out])
+    unit = day_or_month(clusters)
+    periods = _periods([c["first_published"] for c in out], unit)
     for c, p in zip(out, periods, strict=True):
         c["bucket"] = _size_bucket(int(c["size"] or 0))
         c["period"] = p

@@ -14,21 +14,15 @@ import numpy as np
 import pandas as pd
 
 from nlsim.progress import counted
-from nlsim.report.page import MAX_DAYS, page_zone
+from nlsim.report.page import current_clusters, day_or_month, page_zone
 from nlsim.report.record import RunRecord
 
 HOURLY_SPAN = pd.Timedelta(hours=48)
-"""Stories whose first items all fall within this span are counted by hour, else by day (by month beyond
-:data:`~nlsim.report.page.MAX_DAYS` days)."""
+"""Stories whose first items all fall within this span are counted by hour, else by day or by month, as the
+page counts them (:func:`~nlsim.report.page.day_or_month`)."""
 STORY_KINDS = (("new", "#228833"), ("grown", "#cc8800"), ("other", "#8995a3"))
 """A daily run's stories in ``stories.png``: new, grown, and every other change (merged, regrouped), with
 their colours."""
-
-
-def current_clusters(clusters: pd.DataFrame) -> pd.DataFrame:
-    """The clusters a report lists as current: those a daily run dissolved (listed with the members they
-    had) left out."""
-    return clusters[clusters["status"] != "dissolved"] if "status" in clusters else clusters
 
 
 def story_firsts(clusters: pd.DataFrame, zone_name: str | None) -> pd.Series:
@@ -41,7 +35,7 @@ def story_firsts(clusters: pd.DataFrame, zone_name: str | None) -> pd.Series:
 
 def story_periods(clusters: pd.DataFrame, zone_name: str | None) -> tuple[str, pd.Series]:
     """Each story's period of its first item in the run's time zone (``hour``, ``day`` or ``month``, as
-    :data:`HOURLY_SPAN` and :data:`~nlsim.report.page.MAX_DAYS` say), as a label (``None``: undated);
+    :data:`HOURLY_SPAN` and :func:`~nlsim.report.page.day_or_month` say), as a label (``None``: undated);
     dissolved clusters left out.
 
     >>> clusters = pd.DataFrame({"status": ["new", "new", "dissolved"], "first_published":
@@ -54,8 +48,7 @@ def story_periods(clusters: pd.DataFrame, zone_name: str | None) -> tuple[str, p
     dated = firsts.dropna()
     # in nanoseconds as Python integers: the times read span up to 583 years, a Timedelta holds 292
     span = dated.max().value - dated.min().value if len(dated) else 0
-    days = pd.Timedelta(days=MAX_DAYS).value
-    unit = "hour" if span <= HOURLY_SPAN.value else "day" if span <= days else "month"
+    unit = "hour" if span <= HOURLY_SPAN.value else day_or_month(clusters)
     if unit == "hour":
         labels = hour_labels(pd.DatetimeIndex(dated))
     else:

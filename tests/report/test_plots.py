@@ -179,3 +179,43 @@ def test_the_sizes_chart_of_one_size_labels_whole_sizes_only(
     overview.canvas.draw()
     labels = [t.get_text() for t in chart.get_xticklabels() if t.get_text()]
     assert labels == ["3"], labels
+
+
+def _stories_on(days: list[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """A report of one story of two items on each of these days: its items, pairs table and clusters."""
+    from nlsim.clusters.table import batch_clusters
+    from nlsim.report.files import pairs_table
+
+    times = [t for day in days for t in (f"{day}T00:00Z", f"{day}T00:30Z")]
+    frame = pd.DataFrame(
+        {
+            "id": [f"n{i}" for i in range(len(times))],
+            "title": [f"story {i // 2}" for i in range(len(times))],
+            "source": ["AP"] * len(times),
+            "published_at": pd.to_datetime(times, utc=True),
+        }
+    )
+    pairs = pd.DataFrame({"a": range(0, len(times), 2), "b": range(1, len(times), 2), "similarity": 0.95})
+    labels, clusters = batch_clusters(frame, pairs)
+    return frame, pairs_table(frame, pairs, labels), clusters
+
+
+@pytest.mark.parametrize(
+    ("days", "unit"),
+    [
+        (["2024-01-01", "2024-03-15"], "month"),  # two days 74 days apart: the page grouped them by day
+        ([str(d.date()) for d in pd.date_range("2024-01-01", periods=63)], "day"),  # 63 days, 62 apart
+    ],
+)
+def test_the_page_and_stories_png_switch_from_days_to_months_by_one_rule(days: list[str], unit: str) -> None:
+    """The page grouped stories by month past 62 distinct days of their first items, ``stories.png`` past a
+    span of 62 days: two stories 74 days apart were two days on the page and two months in the chart. Both
+    follow the span now (:func:`nlsim.report.page.day_or_month`)."""
+    from nlsim.report.page import page_data
+
+    frame, table, clusters = _stories_on(days)
+    record = RunRecord(model="m", threshold=0.9)
+    data = page_data(table, clusters, record, frame)
+    chart_unit, periods = story_periods(clusters, "UTC")
+    assert data["periodUnit"] == chart_unit == unit
+    assert sorted({c["period"] for c in data["clusters"]}) == sorted(set(periods))
