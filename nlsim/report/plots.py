@@ -184,6 +184,30 @@ def size_bins(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return edges[:-1][kept], edges[1:][kept], counts[kept]
 
 
+SCORE_SPAN = 0.05
+"""The narrowest stretch of scores ``overview.png``'s histogram spans (pairs all of one score: identical
+copies only)."""
+
+
+def score_axis(scores: np.ndarray, threshold: float | None) -> tuple[float, float]:
+    """The stretch of scores the histogram of ``overview.png`` bins (the scores and the threshold, at least
+    :data:`SCORE_SPAN` wide), never beyond what a score can be: a cosine or a probability is at most 1 (a
+    float32 cosine a hair over it is a 1), and a stretch of scores at or above 0 stays there.
+
+    >>> score_axis(np.array([1.0, 1.0]), 0.9), score_axis(np.array([1.0]), None)
+    ((0.9, 1.0), (0.95, 1.0))
+    >>> score_axis(np.array([0.01]), 0.0)
+    (0.0, 0.05)
+    """
+    values = [*np.minimum(scores, 1.0).tolist(), *([] if threshold is None else [min(threshold, 1.0)])]
+    low, high = min(values), max(values)
+    if high - low < SCORE_SPAN:
+        low = high - SCORE_SPAN
+        if low < 0 <= min(values):
+            low, high = 0.0, SCORE_SPAN
+    return round(low, 9), round(high, 9)
+
+
 def render_overview_png(pairs: pd.DataFrame, clusters: pd.DataFrame, record: RunRecord, path: Path) -> None:
     """Two plots for a quick look: the pair similarities against the threshold, and the current clusters'
     sizes (one bar a size, or steps of a logarithmic axis when they span more than :data:`LINEAR_SIZES`;
@@ -196,10 +220,15 @@ def render_overview_png(pairs: pd.DataFrame, clusters: pd.DataFrame, record: Run
 
     clusters = current_clusters(clusters)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    threshold = None if record.threshold is None else float(record.threshold)
     if len(pairs):
-        left.hist(pairs["similarity"].to_numpy(dtype=float), bins=40, color="#4477aa")
-    if record.threshold is not None:
-        left.axvline(float(record.threshold), color="#cc3311", linestyle="--", label="threshold")
+        scores = pairs["similarity"].to_numpy(dtype=float)
+        low, high = score_axis(scores, threshold)
+        left.hist(np.minimum(scores, 1.0), bins=40, range=(low, high), color="#4477aa")
+        margin = (high - low) * 0.02  # a little room on each side, never past what a score can be
+        left.set_xlim(max(low - margin, 0.0) if low >= 0 else low - margin, min(high + margin, 1.0))
+    if threshold is not None:
+        left.axvline(threshold, color="#cc3311", linestyle="--", label="threshold")
         left.legend(loc="upper right")
     score = "rerank score" if record.rerank is not None else "cosine"
     left.set(title=f"{counted(len(pairs), 'pair', 'pairs')}: {score}", xlabel=score, ylabel="pairs")

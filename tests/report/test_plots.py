@@ -219,3 +219,34 @@ def test_the_page_and_stories_png_switch_from_days_to_months_by_one_rule(days: l
     chart_unit, periods = story_periods(clusters, "UTC")
     assert data["periodUnit"] == chart_unit == unit
     assert sorted({c["period"] for c in data["clusters"]}) == sorted(set(periods))
+
+
+@pytest.mark.parametrize(
+    ("scores", "threshold"),
+    [
+        ([1.0, 1.0, 1.0], 0.9),  # identical copies only: the axis ran from 0.5 to 1.5
+        ([1.0], None),
+        ([0.95, 0.97, 1.0000001], 0.9),  # a float32 cosine a hair over 1 is a 1
+        ([0.2], 0.1),
+    ],
+)
+def test_the_score_axis_of_overview_png_stays_within_what_a_score_can_be(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scores: list[float], threshold: float | None
+) -> None:
+    """With every pair's score 1.0 the histogram's axis of ``overview.png`` ran from 0.5 to 1.5: a cosine
+    or a probability is never above 1. The axis stays within 0 to 1, and shows the threshold and every
+    score."""
+    import matplotlib.pyplot as plt
+
+    figures: list[Any] = []
+    monkeypatch.setattr(plt, "close", figures.append)
+    record = RunRecord(model="m", threshold=threshold, counts=Counts(items_in=2))
+    clusters = pd.DataFrame({"size": [2]})
+    render_overview_png(pd.DataFrame({"similarity": scores}), clusters, record, tmp_path / "overview.png")
+    low, high = figures[0].axes[0].get_xlim()
+    assert 0.0 <= low < high <= 1.0
+    assert low <= min(min(scores), threshold if threshold is not None else 1.0)
+    assert high >= min(1.0, max(scores))
+    bars = [p for p in figures[0].axes[0].patches if p.get_height() > 0]
+    assert sum(p.get_height() for p in bars) == len(scores)
+    assert all(low <= p.get_x() and p.get_x() + p.get_width() <= high for p in bars)
