@@ -45,11 +45,13 @@ HEADLINE = (
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 """Control characters (C0, DEL, C1): a terminal showing ``summary.md`` would obey an escape sequence."""
-_INLINE = re.compile(r"[\\`*\[\]~]|(?<![^\W_])_|_(?![^\W_])")
+_INLINE = re.compile(r"[\\`*\[\]~]|(?<![^\W_])_|_(?![^\W_])|:(?=//)|(?<=[wW]{3})\.|(?<=[\w.+-])@(?=\w)")
 """What Markdown reads as markup inside a line: a backslash (so that the title's own ``\\|`` cannot undo
 the pipe's escape), a code span, emphasis, a link or image (``[``), strikethrough; an ``_`` between two
 letters or digits opens nothing and stays (``items_in``), any other one is escaped (``__init__``: beside
-another ``_`` it would open emphasis)."""
+another ``_`` it would open emphasis). And what a renderer makes a link of in plain text (GitHub's extended
+autolinks): the ``:`` of ``https://`` (any ``://``), the ``.`` of ``www.``, the ``@`` of an e-mail address
+(``<https://...>``, CommonMark's own autolink, needs its ``<``, written as ``&lt;``)."""
 
 
 _RIGHT_TO_LEFT = frozenset({"R", "AL", "RLE", "LRE", "RLO", "LRO", "RLI", "LRI", "FSI", "PDF", "PDI"})
@@ -82,15 +84,17 @@ def bidi_isolated(text: str) -> str:
 
 
 def md_cell(value: Any) -> str:
-    """A Markdown table cell: one line, text as it reads (never a link, an image, emphasis or a code span:
-    :data:`_INLINE` backslash-escaped), pipes escaped, no raw HTML (``&`` and ``<`` as entities; ``>``,
-    which opens no tag inside a line, stays as it reads), no control character, right-to-left text isolated
-    (:func:`bidi_isolated`).
+    """A Markdown table cell: one line, text as it reads (never a link, an autolinked URL, an image, emphasis
+    or a code span: :data:`_INLINE` backslash-escaped), pipes escaped, no raw HTML (``&`` and ``<`` as
+    entities; ``>``, which opens no tag inside a line, stays as it reads), no control character,
+    right-to-left text isolated (:func:`bidi_isolated`).
 
     >>> md_cell("a | <b>\\nc >= 1 & d")
     'a \\\\| &lt;b> c >= 1 &amp; d'
     >>> md_cell("![x](http://t/p.png) *big* items_in \\\\| \\x1b[31m")
-    '!\\\\[x\\\\](http://t/p.png) \\\\*big\\\\* items_in \\\\\\\\\\\\| \\\\[31m'
+    '!\\\\[x\\\\](http\\\\://t/p.png) \\\\*big\\\\* items_in \\\\\\\\\\\\| \\\\[31m'
+    >>> md_cell("看這裡 https://example.com/a_b_c www.example.com desk@example.com")
+    '看這裡 https\\\\://example.com/a_b_c www\\\\.example.com desk\\\\@example.com'
     """
     text = _CONTROL.sub("", " ".join(str(value).split()))
     text = _INLINE.sub(lambda m: "\\" + m.group(0), text)

@@ -202,7 +202,7 @@ def test_a_failed_runs_artifact_holds_its_reason_as_text_never_markdown(
     for md in made:
         quote = md.split("\n> ", 1)[1]
         assert "![x](" not in quote and "](http" not in quote.replace("\\](http", ""), md
-        assert "\\[click\\](http://evil.example) \\*now\\*" in quote, md
+        assert "\\[click\\](http\\://evil.example) \\*now\\*" in quote, md
         assert quote.count("\n") == 1, md  # one line: the reason stays inside the quote
 
 

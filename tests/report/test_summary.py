@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pandas as pd
 import pytest
@@ -128,7 +129,7 @@ def test_a_headline_in_the_summary_is_text_never_markdown_or_terminal_codes() ->
     rows = {line.split(" | ")[0]: line for line in md.splitlines() if line.startswith("| c-")}
     # no image, no link, no emphasis or code span: the title as it reads
     assert (
-        "!\\[pixel\\](http://tracker.example/p.png) \\[click\\](http://evil.example) \\*north\\*"
+        "!\\[pixel\\](http\\://tracker.example/p.png) \\[click\\](http\\://evil.example) \\*north\\*"
         in rows["| c-a"]
     )
     assert "![" not in md and "](" not in md.replace("\\](", "")
@@ -239,3 +240,36 @@ def test_the_summary_says_when_no_near_miss_was_asked_for() -> None:
     assert "- near misses: 7 listed (at most 200, `--near-misses`)" in render_markdown(pairs, clusters, asked)
     old = dataclasses.replace(record, near_miss_limit=None)  # a record written before the limit was kept
     assert not [line for line in render_markdown(pairs, clusters, old).splitlines() if "near misses:" in line]
+
+
+AUTOLINK = re.compile(r"(?i)(?:https?|ftp)://|www\.|[\w.+-]@\w|<\w+:")
+"""What a Markdown renderer makes a link of in plain text: a URL (GitHub's extended autolinks:
+``https://...``, ``www....``, an e-mail address) and CommonMark's own ``<scheme:...>``."""
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "看這裡 https://example.com/a_b_c",
+        "see <https://example.com/x> now",
+        "Rates at www.example.com/rates_today",
+        "mail desk@example.com or ftp://files.example/a",
+        "HTTPS://EXAMPLE.COM/UP",
+    ],
+)
+def test_a_url_in_a_headline_reads_as_text_never_as_a_link(title: str) -> None:
+    """A bare URL in a title (``看這裡 https://example.com/a_b_c``) was written to the summary as it was:
+    GitHub and other renderers make it a link (and a link's ``_`` may open emphasis). The summary writes it
+    so that it reads as the text: no renderer finds a URL in it, and without its backslashes it is the
+    title."""
+    from nlsim.report.summary import md_cell
+
+    cell = md_cell(title)
+    assert not AUTOLINK.search(cell), cell
+    assert re.sub(r"\\(.)", r"\1", cell).replace("&lt;", "<") == title
+    frame = pd.DataFrame(
+        {"id": ["a", "b"], "title": [title, title], "published_at": pd.to_datetime([None] * 2, utc=True)}
+    )
+    pairs = pd.DataFrame({"a": [0], "b": [1], "similarity": [0.95]})
+    md = render_markdown(pairs, batch_clusters(frame, pairs)[1], RunRecord(model="m", threshold=0.9))
+    assert cell in md and not AUTOLINK.search(md)
