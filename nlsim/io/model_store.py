@@ -45,6 +45,7 @@ import datetime as dt
 import json
 import re
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,22 @@ OTHER_FOLDERS = {
     "learning-curve": "a learning curve's folder (the --out of nlsim learning-curve)",
 }
 """What a folder nlsim wrote as something else than a model store is, by the kind its marker names."""
+
+
+@dataclass(frozen=True)
+class Promoted:
+    """The promoted version, as one read of ``CURRENT.json`` gives it (:meth:`ModelStore.promoted`)."""
+
+    folder: Path
+    """The version's folder, ``versions/<version>``."""
+    record: dict[str, Any]
+    """``CURRENT.json``: the ``version``, when it was promoted (``promoted_at``), why, by whom."""
+
+    @property
+    def promoted_at(self) -> str | None:
+        """When the version became current (``None``: the pointer does not say, written by hand)."""
+        at = self.record.get("promoted_at")
+        return None if at is None else str(at)
 
 
 class ModelStore:
@@ -191,6 +208,14 @@ class ModelStore:
 
         A pointer that names a missing or unknown version is an error, not a silent fallback.
         """
+        promoted = self.promoted()
+        return None if promoted is None else promoted.folder
+
+    def promoted(self) -> Promoted | None:
+        """The promoted version's folder and the record ``CURRENT.json`` holds of its promotion, from one
+        read of the file (a promotion by hand between two reads would mix two versions' facts); ``None``
+        when no model was ever promoted. A pointer that names a missing or unknown version is a
+        :class:`StateError` (:meth:`current`)."""
         path = self.root / CURRENT
         if not path.exists():
             last = self.last_promoted()
@@ -201,7 +226,8 @@ class ModelStore:
                 "would fall back to the zero-shot model and gate a new one against that alone. "
                 f"{self._restore_hint(last)}"
             )
-        name = str(self._pointer(path)["version"])
+        record = self._pointer(path)
+        name = str(record["version"])
         if not VERSION_NAME.match(name) or not (self.root / VERSIONS / name).is_dir():
             raise StateError(
                 f"{path} points at {name!r}, which is not a version in {self.root / VERSIONS}. "
@@ -213,7 +239,7 @@ class ModelStore:
                 f"{self.root / VERSIONS / name}: never evaluated, or the file was removed by hand). "
                 + self._damaged_pointer_hint()
             )
-        return self.root / VERSIONS / name
+        return Promoted(self.root / VERSIONS / name, record)
 
     def _pointer(self, path: Path) -> dict[str, Any]:
         """``CURRENT.json`` read: a JSON object naming its ``version``; anything else (not JSON, cut short,
@@ -539,12 +565,13 @@ class ModelStore:
         or when there is no pointer, or one that names no registered version (:meth:`current`: a promotion
         writes it anew)."""
         try:
-            if self.current() is None:
-                return None
-            record = self.current_record()
+            promoted = self.promoted()
         except StateError:
             return None
-        if record is None or any(
+        if promoted is None:
+            return None
+        record = promoted.record
+        if any(
             r.get("decision") == "promoted"
             and r.get("version") == record.get("version")
             and r.get("promoted_at") == record.get("promoted_at")

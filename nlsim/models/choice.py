@@ -139,14 +139,11 @@ def _resolve_current(ms: ModelSettings) -> _Requested:
         )
     store.check_kind()
     check_a_store(store)
-    current = store.current()
-    if current is not None:
+    promoted = store.promoted()  # CURRENT.json read once: a promotion meanwhile cannot mix two versions
+    if promoted is not None:
+        current, at = promoted.folder, promoted.promoted_at
         say(f"current model of {store.root}: {current.name}")
-        pointer = store.current_record() or {}
-        promoted = str(pointer["promoted_at"]) if "promoted_at" in pointer else None  # when it became current
-        return _Requested(
-            str(current), False, current.name, store_info=store.info(current), promoted_at=promoted
-        )
+        return _Requested(str(current), False, current.name, store_info=store.info(current), promoted_at=at)
     fallback = load_calibration(store.zero_shot_dir())
     # the zero-shot model is the one the store's zero-shot calibration was made for
     name = (fallback.model if fallback is not None and fallback.model else None) or DEFAULT_MODEL
