@@ -489,6 +489,31 @@ def test_draw_with_a_reranker_draws_on_the_rerank_score_around_its_threshold(
     assert near.sum() == 6 and dist[near].max() <= dist[~near].min()
 
 
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ("mine", "is not a model store nlsim wrote (no .nlsim.json"),
+        ("none", "does not exist (no such folder)"),
+    ],
+)
+def test_draw_with_the_current_model_checks_the_store_as_a_run_does(
+    files: tuple[Path, Path], tmp_path: Path, given: str, said: str
+) -> None:
+    """``--model current`` with a folder of the user's given as the store by mistake is refused as no model
+    store (as nlsim dedup refuses it), not read as a store where no model was promoted yet."""
+    corpus, pairs = files
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("mine", encoding="utf-8")
+    proc = nlsim(
+        "annotate", "draw", "--corpus", corpus, "--pairs", pairs, "--model", "current",
+        "--model-store", tmp_path / given, "--out", tmp_path / "todo.csv", cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert said in proc.stderr and "`nlsim pipeline` filled (its --model-store" in proc.stderr
+    assert "no model has been promoted" not in proc.stderr
+    assert not (tmp_path / "todo.csv").exists()
+
+
 def test_a_text_a_tsv_pair_file_cannot_hold_is_refused_by_its_row_in_the_filled_file(
     files: tuple[Path, Path], tmp_path: Path
 ) -> None:

@@ -37,7 +37,6 @@ from nlsim.evaluation.metrics import convert_texts
 from nlsim.io import editor_file
 from nlsim.io.atomic import atomic_path
 from nlsim.io.corpus import load_items
-from nlsim.io.model_store import ModelStore
 from nlsim.io.ownership import check_outputs_apart, check_replaceable, check_writable
 from nlsim.io.pairs import (
     load_pairs,
@@ -46,6 +45,7 @@ from nlsim.io.pairs import (
     read_pair_table,
 )
 from nlsim.io.tables import read_table
+from nlsim.models.choice import promoted_in
 from nlsim.progress import counted, say, warn
 from nlsim.rerank.reranker import Reranker, load_reranker
 
@@ -198,20 +198,13 @@ def draw_model(
         return DrawModel(TFIDF, TFIDF)
     name, path = scorer, scorer
     if scorer == CURRENT:
-        store = ModelStore(model_store)
-        missing = store.missing()
-        if missing is not None:
-            raise ConfigError(
-                f"--model current: {missing}; give --model-store the folder `nlsim pipeline` filled"
-            )
-        store.check_kind()
-        current = store.current()
-        if current is None:
+        _, promoted = promoted_in(model_store)  # the store checked as a run checks it
+        if promoted is None:
             raise ConfigError(
                 f"--model current: no model has been promoted in {model_store} yet; name a model or a "
                 "fine-tuned model folder"
             )
-        name, path = current.name, str(current)
+        name, path = promoted.folder.name, str(promoted.folder)
     encoder = load_encoder(path, threads=threads)
     folder = getattr(encoder, "path", None) or path
     reranker = None if rerank is False else load_reranker(folder, threads=threads)

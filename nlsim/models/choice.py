@@ -33,7 +33,7 @@ from nlsim.evaluation.calibration import (
     check_threshold,
     load_calibration,
 )
-from nlsim.io.model_store import CURRENT, HISTORY, VERSIONS, ZERO_SHOT, ModelStore
+from nlsim.io.model_store import CURRENT, HISTORY, VERSIONS, ZERO_SHOT, ModelStore, Promoted
 from nlsim.io.ownership import MARKER, held_names, is_owned
 from nlsim.models.settings import CURRENT_MODEL, DEFAULT_MODEL, ModelSettings
 from nlsim.models.threshold import Levels, Threshold, resolve_threshold, resolve_topic_threshold
@@ -126,10 +126,19 @@ class _Requested:
     promoted_at: str | None = None
 
 
-def _resolve_current(ms: ModelSettings) -> _Requested:
-    """``--model current``: the store's promoted model, else zero-shot e5 with the store's zero-shot
-    calibration."""
-    store = ModelStore(ms.store)
+def promoted_in(folder: str | Path) -> tuple[ModelStore, Promoted | None]:
+    """``--model current``'s model store, checked as every command reading it checks it (it is there, and
+    is a store: not a folder nlsim wrote as something else, :meth:`ModelStore.check_kind`, nor a folder of
+    the user's, :func:`check_a_store`), and its promoted version (``None``: none was promoted), from one
+    read of its pointer (:meth:`ModelStore.promoted`).
+
+    Example:
+        >>> import tempfile
+        >>> store, promoted = promoted_in(tempfile.mkdtemp())
+        >>> promoted is None
+        True
+    """
+    store = ModelStore(folder)
     missing = store.missing()
     if missing is not None:  # a threshold given is meant for the promoted model, not for zero-shot
         raise ConfigError(
@@ -139,7 +148,13 @@ def _resolve_current(ms: ModelSettings) -> _Requested:
         )
     store.check_kind()
     check_a_store(store)
-    promoted = store.promoted()  # CURRENT.json read once: a promotion meanwhile cannot mix two versions
+    return store, store.promoted()  # CURRENT.json read once: a promotion meanwhile mixes no two versions
+
+
+def _resolve_current(ms: ModelSettings) -> _Requested:
+    """``--model current``: the store's promoted model, else zero-shot e5 with the store's zero-shot
+    calibration."""
+    store, promoted = promoted_in(ms.store)
     if promoted is not None:
         current, at = promoted.folder, promoted.promoted_at
         say(f"current model of {store.root}: {current.name}")
