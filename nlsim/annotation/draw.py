@@ -37,7 +37,7 @@ from nlsim.evaluation.metrics import convert_texts
 from nlsim.io import editor_file
 from nlsim.io.atomic import atomic_path
 from nlsim.io.corpus import load_items
-from nlsim.io.ownership import check_outputs_apart, check_replaceable, check_writable
+from nlsim.io.ownership import check_outputs_apart, check_outside_stores, check_replaceable, check_writable
 from nlsim.io.pairs import (
     load_pairs,
     normalise_text,
@@ -366,6 +366,7 @@ def draw_candidates(
     if scorer == TFIDF and threads is not None:
         raise ConfigError(f"--threads: {TFIDF} has no threads to set (a sparse TF-IDF)")
     check_outputs_apart({"--corpus": corpus, "--pairs": annotated}, {"--out": out})
+    check_outside_stores({"--out": out})
     check_out(out)
     check_writable(out, what="--out")
     check_pairs_file(annotated)

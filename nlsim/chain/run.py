@@ -79,6 +79,7 @@ from nlsim.io.model_store import ModelStore
 from nlsim.io.ownership import (
     check_claimable,
     check_outputs_apart,
+    check_outside_stores,
     check_replaceable,
     check_writable,
     claimed,
@@ -655,6 +656,7 @@ def check_chain_paths(cfg: PipelineConfig) -> None:
             f"--quarantine {quarantine} lies inside --model-store {cfg.model_store}, which nlsim manages "
             "whole; choose a quarantine file outside it (nothing is written yet)"
         )
+    check_outside_stores({"--out": outputs["--out"], "--quarantine": quarantine})  # nor inside another store
     for path in (cfg.pairs, corpus):  # a missing input: exit 1, as every command says it
         if path is not None:
             check_input_file(path)

@@ -21,7 +21,13 @@ from nlsim.conversion import DEFAULT_MODE, MODES
 from nlsim.errors import ConfigError
 from nlsim.evaluation.levels import parse_level
 from nlsim.io.manifest import listed_in
-from nlsim.io.ownership import check_outputs_apart, check_replaceable, check_writable, is_json_record
+from nlsim.io.ownership import (
+    check_outputs_apart,
+    check_outside_stores,
+    check_replaceable,
+    check_writable,
+    is_json_record,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -104,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
     check_outputs_apart({"--model": model}, {"--out": args.out})
     # a folder --out gets calibration.json only: the pair file may lie there (--out . beside it)
     check_outputs_apart({"--pairs": args.pairs}, {"--out": target})
+    check_outside_stores({"--out": args.out})
     saved = listed_in(target)
     if saved is not None:  # a model's own calibration.json: the folder would be refused as altered
         raise ConfigError(

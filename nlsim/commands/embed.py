@@ -24,7 +24,13 @@ from nlsim.commands.options import Formatter, batch_size_arg, max_length_arg, th
 from nlsim.conversion import DEFAULT_MODE, MODES
 from nlsim.errors import ConfigError
 from nlsim.io.corpus_schema import text_fields_problem
-from nlsim.io.ownership import check_outputs_apart, check_replaceable, check_writable, is_json_record
+from nlsim.io.ownership import (
+    check_outputs_apart,
+    check_outside_stores,
+    check_replaceable,
+    check_writable,
+    is_json_record,
+)
 
 # the same as nlsim.encoders.DEFAULT_MODEL, not imported so that `nlsim --help` stays fast
 DEFAULT_MODEL = "multilingual-e5-small"
@@ -78,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
     backend, precision = _path_asked(args)
     sidecar = out.with_suffix(".json")
     check_outputs_apart({"--corpus": args.corpus}, {"--out": out, "the --out sidecar": sidecar})
+    check_outside_stores({"--out": out})
     if sidecar.exists() and not _is_sidecar(sidecar):
         raise ConfigError(
             f"{sidecar} exists and is not an embedding record written by nlsim; --out {out} would overwrite "

@@ -26,6 +26,7 @@ from nlsim.io.lock import GUARD_NAME, RunLock, held_here
 from nlsim.io.ownership import (
     check_claimable,
     check_outputs_apart,
+    check_outside_stores,
     check_replaceable,
     check_writable,
     claim_folder,
@@ -94,6 +95,7 @@ def check_run_paths(config: DedupConfig) -> None:
     quarantine = source.quarantine_path
     outputs = {"--out": report.out, "--quarantine": quarantine, "--state": state.folder}
     check_outputs_apart(inputs, outputs, folders=("--out", "--state"))
+    check_outside_stores(outputs)  # the model store is nlsim pipeline's alone
     for name, path in outputs.items():
         if path:
             check_writable(path, what=name)

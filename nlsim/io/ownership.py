@@ -349,6 +349,39 @@ def check_outputs_apart(
                 )
 
 
+def check_outside_stores(outputs: Mapping[str, Any]) -> None:
+    """Refuse, before any work, an output that is a model store (the folder ``nlsim pipeline`` trains and
+    promotes models in, by its marker) or lies inside one. The store is nlsim's alone: after a killed run
+    its recovery removes what a killed write left there, which a report's or a model's file being written
+    would be taken for (and a report's own clean-up could take the store's), and its versions are saved,
+    registered and promoted by nlsim pipeline and nlsim models only.
+
+    ``outputs`` maps a name (an option, e.g. ``--out``) to a path or ``None`` (skipped).
+
+    Example:
+        >>> import tempfile
+        >>> store = Path(tempfile.mkdtemp())
+        >>> claim_folder(store, "model-store")
+        >>> check_outside_stores({"--out": store / "report"})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.ConfigError: --out .../report lies inside the model store ..., which only nlsim ...
+    """
+    for name, path in outputs.items():
+        if path is None or str(path) == "":
+            continue
+        target = resolved(path)
+        stores = (f for f in (target, *target.parents) if (read_marker(f) or {}).get("kind") == "model-store")
+        store = next(stores, None)
+        if store is not None:
+            where = "is" if store == target else "lies inside"
+            raise ConfigError(
+                f"{name} {path} {where} the model store {store}, which only nlsim pipeline and nlsim models "
+                "write (its recovery after a killed run removes what it did not save there); refusing to "
+                f"write there (nothing is written yet): give {name} a path outside {store}"
+            )
+
+
 def check_replaceable(path: str | Path, ours: Callable[[Path], bool], *, what: str, kind: str) -> None:
     """Refuse, before any work, an output file that exists and was not written by nlsim.
 

@@ -35,7 +35,7 @@ from nlsim.evaluation.baselines import get_baseline
 from nlsim.evaluation.metrics import defined, evaluate
 from nlsim.io.atomic import atomic_path, atomic_write_text
 from nlsim.io.lock import GUARD_NAME, RunLock
-from nlsim.io.ownership import check_claimable, claimed
+from nlsim.io.ownership import check_claimable, check_outside_stores, claimed
 from nlsim.io.pairs import annotations_digest
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
@@ -602,6 +602,7 @@ def run_learning_curve(
 ) -> LearningCurveResult:
     """All points (skipping finished ones), the baselines, the summary table (.md + .csv) and the plot;
     each step through ``call`` (:mod:`nlsim.orchestration`)."""
+    check_outside_stores({"--out": cfg.out})  # nor into the model store, nlsim pipeline's alone
     check_claimable(cfg.out, "learning-curve", what="--out")  # never into a folder of the user's
     pairs = call("load-pairs", load_curve_pairs, cfg.pairs, log)
     check_curve_splits(pairs, cfg)  # the inputs are checked before --out is made

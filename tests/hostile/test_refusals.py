@@ -25,6 +25,7 @@ import pytest
 from nlsim.dedup.config import DedupConfig
 from nlsim.errors import ConfigError, InputError, StateError
 from tests import command
+from tests.chain.test_chain import make_data
 from tests.command import refused
 from tests.faults import fault_env
 from tests.hostile.cases import snapshot
@@ -160,6 +161,42 @@ lock = RunLock.beside(sys.argv[1], "--out").acquire()
 print("locked", flush=True)
 time.sleep(120)
 """
+
+
+STORE_OUTPUTS = {
+    "dedup": ["dedup", "--corpus", "news.csv", *DEDUP, "--out", "OUT"],
+    "dedup --state": ["dedup", "--corpus", "news.csv", *DEDUP, "--state", "OUT", "--out", "report"],
+    "pipeline": ["pipeline", "--pairs", "pairs.tsv", "--corpus", "corpus.parquet", "--model-store", "other"]
+    + ["--out", "OUT"],
+    "learning-curve": ["learning-curve", "--pairs", "pairs.tsv", "--sizes", "20", "--out", "OUT"],
+    "calibrate": ["calibrate", "--model", FAST_MODEL, "--pairs", "pairs.tsv", "--out", "OUT"],
+    "embed": ["embed", "--corpus", "news.csv", "--model", FAST_MODEL, "--out", "OUT"],
+    "annotate draw": ["annotate", "draw", "--corpus", "news.csv", "--model", "tfidf-char2", "--out", "OUT"],
+}
+"""Each command that writes a report, a curve, a file or a daily state, with ``OUT`` for the output path."""
+
+
+@pytest.mark.parametrize("command_line", STORE_OUTPUTS.values(), ids=STORE_OUTPUTS.keys())
+def test_an_output_inside_a_model_store_is_refused_naming_both(
+    tmp_path: Path, command_line: list[str]
+) -> None:
+    """The model store is nlsim pipeline's alone: a report (or a curve, a daily state, a file) written inside
+    it could be taken by the store's recovery for what a killed save left, or the other way round. Refused
+    before any work, naming the output and the store, the store as it was."""
+    from nlsim.io.model_store import ModelStore
+
+    news(tmp_path)
+    make_data(tmp_path)  # pairs.tsv with item ids, and corpus.parquet
+    store = ModelStore(tmp_path / "models")
+    store.claim()
+    before, names = snapshot(store.root), entries(store.root)
+    name = {"calibrate": "cal.json", "embed": "emb.npy", "annotate": "todo.csv"}.get(command_line[0], "run")
+    out = store.root / name
+    args = [str(out) if a == "OUT" else a for a in command_line]
+    proc = nlsim(*args, cwd=tmp_path)
+    option = args[args.index(str(out)) - 1]
+    refused(proc, 2, f"{option} {out} lies inside the model store {store.root}", f"outside {store.root}")
+    assert snapshot(store.root) == before and entries(store.root) == names
 
 
 def test_a_second_finetune_into_the_same_out_is_refused_naming_the_run_that_holds_it(
