@@ -4,7 +4,9 @@
 time zone, parameters, concurrency limits, versions); this module reads it and serves them all with
 :func:`prefect.serve`, so no work pool or worker is needed. Every key of a deployment entry that
 ``Flow.to_deployment`` understands is passed on (:data:`PASSED`); a key it does not know is an error,
-not silently dropped. Run it from the repository root with ``PREFECT_API_URL`` pointing at a server::
+not silently dropped. Run it from the repository root with ``PREFECT_API_URL`` pointing at a server (in the
+environment or the active Prefect profile; without one it refuses to serve, :data:`NO_SERVER`: the
+deployments would go with Prefect's temporary server)::
 
     python -m flows.serve                       # all deployments
     python -m flows.serve --only news-dedup/daily
@@ -40,6 +42,16 @@ from nlsim.options import options_of
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_FILE = ROOT / "prefect.yaml"
+
+
+NO_SERVER = (
+    "PREFECT_API_URL is not set (in the environment or the active Prefect profile): the deployments would "
+    "be served on Prefect's temporary server, which goes with this process, their schedules, runs and logs "
+    "with it (and python -m flows.alerts sets no alert there); start a server (prefect server start --host "
+    "127.0.0.1 --port 4200), export PREFECT_API_URL=http://127.0.0.1:4200/api and run this again"
+)
+"""Why ``python -m flows.serve`` serves nothing without a Prefect server to serve on (``--list`` needs
+none)."""
 
 
 class SpecError(ValueError):
@@ -421,6 +433,11 @@ def main(argv: list[str] | None = None) -> int:
         entries = {s["name"]: s["entrypoint"] for s in specs}
         print("\n".join(describe(d, entries[d.name]) for d in deployments))
         return 0
+    from flows.alerts import api_url  # deferred: it loads prefect
+
+    if not api_url():  # before Prefect starts its temporary server to serve on
+        print(f"{parser.prog}: error: {NO_SERVER}", file=sys.stderr)
+        return 2
     from prefect import serve
     from prefect.client.orchestration import get_client
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -270,6 +271,58 @@ def _wait(predicate, timeout: float, what: str, every: float = 1.0):  # noqa: AN
             return value
         time.sleep(every)
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def serve_until_it_serves(
+    env: dict[str, str], cwd: Path, served: Callable[[], bool] | None = None, limit: float = 300
+) -> tuple[int | None, str, str]:
+    """``python -m flows.serve --only news-dedup/daily`` in a session of its own, until it ends or says it
+    is serving (``served()``, by default its line saying so; then stopped by its process group, with any
+    temporary server it started): its exit status (``None``: it was serving), stdout and stderr."""
+    command = [sys.executable, "-m", "flows.serve", "--only", "news-dedup/daily"]
+    out, err = cwd / "serve.out", cwd / "serve.err"
+    with open(out, "wb") as stdout, open(err, "wb") as stderr:
+        proc = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=stdout, stderr=stderr, start_new_session=True
+        )
+        try:
+            serving = served or (lambda: b"serving" in out.read_bytes())
+            _wait(lambda: proc.poll() is not None or serving(), limit, "serve")
+        finally:
+            status = proc.poll()
+            if status is None:
+                stop_process(proc)
+    return status, out.read_text(errors="replace"), err.read_text(errors="replace")
+
+
+@pytest.mark.slow
+def test_serve_without_a_server_is_refused_naming_the_setting_and_how_to_start_one(tmp_path: Path) -> None:
+    """Without ``PREFECT_API_URL`` (in the environment or the active profile) the deployments were served on
+    Prefect's temporary server, which goes with the serving process: schedules, runs and their logs kept
+    nowhere, and ``python -m flows.alerts`` refuses to set an alert on it. Refused in one line before
+    anything is served, naming the setting and how to start a server."""
+    env = {k: v for k, v in command_env(plain=True).items() if not k.startswith("PREFECT_")}
+    env |= {"PREFECT_HOME": str(tmp_path / "prefect-home"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    status, out, err = serve_until_it_serves(env, tmp_path)
+    assert status == 2, f"exit {status}: {out[-2000:]} {err[-2000:]}"
+    assert "serving" not in out
+    assert err.startswith("python -m flows.serve: error: PREFECT_API_URL is not set") and err.count("\n") == 1
+    assert "prefect server start --host 127.0.0.1 --port 4200" in err
+    assert "PREFECT_API_URL=http://127.0.0.1:4200/api" in err
+
+
+@pytest.mark.slow
+def test_serve_takes_the_server_the_active_profile_names(tmp_path: Path) -> None:
+    """``PREFECT_API_URL`` set in the active Prefect profile (``prefect config set``), not in the
+    environment, names a server as well: served there, not refused."""
+    with PrefectServer(tmp_path / "prefect") as server:
+        env = server.client_env()
+        home = Path(env["PREFECT_HOME"])
+        home.mkdir(parents=True, exist_ok=True)
+        profile = f'active = "desk"\n\n[profiles.desk]\nPREFECT_API_URL = "{env.pop("PREFECT_API_URL")}"\n'
+        (home / "profiles.toml").write_text(profile, encoding="utf-8")
+        status, out, err = serve_until_it_serves(env, tmp_path, lambda: _deployment(server) is not None)
+    assert status is None and "serving news-dedup/daily" in out, f"exit {status}: {out[-2000:]} {err[-2000:]}"
 
 
 @pytest.mark.slow
