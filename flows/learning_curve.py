@@ -1,7 +1,9 @@
 """Prefect flow ``learning-curve``: baselines, then every (size, seed) run, then the table and the plot.
 
 :func:`nlsim.training.learning_curve.run_learning_curve` runs the steps (finished points are read back, not
-retrained, so a stopped flow resumes); this flow makes each a task and publishes the table and the plot.
+retrained, so a stopped flow resumes); this flow makes each a task, keeps a progress artifact of the curve's
+points (``learning-curve-points``: done of all, updated as each ends) besides those of its long steps
+(:func:`flows.orchestration.progress_artifacts`), and publishes the table and the plot.
 Its parameters are the fields of :class:`nlsim.training.config.LearningCurveConfig`. Run it without a
 server::
 
@@ -14,19 +16,59 @@ import base64
 import sys
 from typing import Any
 
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import (
+    create_markdown_artifact,
+    create_progress_artifact,
+    create_table_artifact,
+    update_progress_artifact,
+)
 
-from flows.orchestration import config_flow, fail, run_from_command_line, task_call
+from flows.orchestration import config_flow, fail, progress_artifacts, run_from_command_line, task_call
 from nlsim.commands.learning_curve import add_learning_curve_options
 from nlsim.errors import NlsimError
+from nlsim.orchestration import Call
 from nlsim.training.config import LearningCurveConfig
 from nlsim.training.learning_curve import run_learning_curve
+
+POINTS_KEY = "learning-curve-points"
+POINT_STEP = "train-point"
+"""The step of one point of the curve (trained, or read back when a run before finished it)."""
+
+
+def counting_points(total: int) -> Call:
+    """:func:`task_call`, keeping the progress artifact :data:`POINTS_KEY`: the points of the curve done
+    of ``total``, made at 0 and updated as each point's step ends."""
+    artifact = _points_artifact(None, 0, total)
+    done = 0
+
+    def call(name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        nonlocal artifact, done
+        result = task_call(name, fn, *args, **kwargs)
+        if name == POINT_STEP:
+            done += 1
+            artifact = _points_artifact(artifact, done, total)
+        return result
+
+    return call
+
+
+def _points_artifact(artifact: Any, done: int, total: int) -> Any:
+    """Make (``artifact`` ``None``) or update the points' progress artifact; its id (``None``: none made)."""
+    share, description = 100.0 * done / max(total, 1), f"points of the curve: {done} of {total}"
+    try:
+        if artifact is None:
+            return create_progress_artifact(share, key=POINTS_KEY, description=description)
+        update_progress_artifact(artifact, share, description=description)
+    except Exception:  # noqa: BLE001 - progress reporting must never fail a run
+        pass
+    return artifact
 
 
 def _body(**params: Any) -> Any:
     config = LearningCurveConfig(**params)
     try:
-        res = run_learning_curve(config, call=task_call)
+        with progress_artifacts("learning-curve"):
+            res = run_learning_curve(config, call=counting_points(len(config.sizes) * len(config.seeds)))
     except NlsimError as exc:
         return fail(f"{type(exc).__name__}: {exc}")
     create_table_artifact(

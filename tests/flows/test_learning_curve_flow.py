@@ -45,8 +45,14 @@ def test_learning_curve_flow(
         max_length=32,
         threads=1,
     )
-    first = learning_curve_flow(**dataclasses.asdict(cfg))
+    state = learning_curve_flow(**dataclasses.asdict(cfg), return_state=True)
+    first = state.result()
     assert first["points"] == 2
+    # a progress artifact of the curve's points, as the other long flows keep one of their steps
+    points = [a for a in run_artifacts(state) if a.key == "learning-curve-points"]
+    assert [(a.type, a.data, a.description) for a in points] == [
+        ("progress", 100.0, "points of the curve: 2 of 2")
+    ]
     assert Path(first["plot"]).read_bytes()[:4] == b"\x89PNG"
     assert "| 8 | 1 |" in Path(first["table"]).read_text(encoding="utf-8")
 
@@ -55,6 +61,21 @@ def test_learning_curve_flow(
 
     monkeypatch.setattr(nlsim.training.learning_curve, "finetune", no_training)
     assert learning_curve_flow(**dataclasses.asdict(cfg))["points"] == 2
+
+
+def run_artifacts(state: Any) -> list[Any]:
+    """The artifacts of the flow run whose final state is ``state``."""
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    async def read() -> list[Any]:
+        async with get_client() as client:
+            run = ArtifactFilterFlowRunId(any_=[state.state_details.flow_run_id])
+            return await client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=run))
+
+    return asyncio.run(read())
 
 
 def test_list_parameters_written_as_on_the_command_line_are_the_lists_they_name() -> None:
