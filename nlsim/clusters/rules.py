@@ -36,7 +36,7 @@ import heapq
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from scipy import sparse
@@ -78,6 +78,7 @@ class ClusterRule(ABC):
         links: Sequence[Link],
         weights: Mapping[str, int] | None = None,
         start: Mapping[str, str] | None = None,
+        order: Mapping[str, Any] | None = None,
     ) -> list[list[str]]:
         """The rule's groups of two items or more, from ``links`` (no editor's verdict in them); ``weights``:
         how many items each item stands for (a group of exact copies read as its representative), 1 for
@@ -91,6 +92,7 @@ class ClusterRule(ABC):
         copies: Mapping[str, str] | None = None,
         start: Mapping[str, str] | None = None,
         cut: str = "order",
+        order: Mapping[str, Any] | None = None,
     ) -> list[list[str]]:
         """The clusters of ``links`` under this rule, with the editors' ``constraints`` honoured: each a
         sorted list of item ids, the clusters sorted by their first id. ``cut``: how a "not the same story"
@@ -101,7 +103,11 @@ class ClusterRule(ABC):
         rule reads each group as its representative standing for all its items (a copy's links are its
         representative's, and every pair of the group is linked), and every copy ends in its
         representative's cluster (a group linked to nothing else is a cluster of its own copies).
-        ``start``: the group each item starts in and is never parted from (see :meth:`groups`)."""
+        ``start``: the group each item starts in and is never parted from (see :meth:`groups`). ``order``:
+        each item's place in the order rule (:func:`nlsim.clusters.order.order_keys`): among merges or links
+        that score exactly alike (an item linked to two parts of one text the time window cut apart, each
+        scored by the text's one vector), the one whose items came first is made first, as a daily run,
+        which met them in that order, made it; by id without it."""
         cons = constraints or LinkConstraints()
         whole = _start_pairs(start, copies)
         weights = None
@@ -109,13 +115,13 @@ class ClusterRule(ABC):
             between, cons, weights = contract(links, cons, copies)
             links = [Link(a, b, score) for a, b, score in between]
         allowed = [k for k in _unique(links) if not cons.forbids(k.a, k.b)]
-        inside = {i: n for n, g in enumerate(self.groups(allowed, weights, start)) for i in g}
+        inside = {i: n for n, g in enumerate(self.groups(allowed, weights, start, order)) for i in g}
         held = [k for k in allowed if k.a in inside and inside.get(k.a) == inside.get(k.b)]
         if cut == "min-cut" and cons.cannot_link:
-            together = _joined(held, LinkConstraints(must_link=cons.must_link), first=whole)
+            together = _joined(held, LinkConstraints(must_link=cons.must_link), first=whole, order=order)
             joined = min_cut_apart(together, held, cons.cannot_link, cons.must_link | set(whole))
         elif cut in CUTS:
-            joined = _joined(held, cons, first=whole)
+            joined = _joined(held, cons, first=whole, order=order)
         else:
             raise ConfigError(f"unknown cut {cut!r}; choose one of {', '.join(CUTS)}")
         return expand(joined, copies) if copies else joined
@@ -132,6 +138,7 @@ class ConnectedComponents(ClusterRule):
         links: Sequence[Link],
         weights: Mapping[str, int] | None = None,
         start: Mapping[str, str] | None = None,
+        order: Mapping[str, Any] | None = None,
     ) -> list[list[str]]:
         return _joined(links, LinkConstraints())
 
@@ -157,8 +164,11 @@ class SharedSupport(ClusterRule):
         links: Sequence[Link],
         weights: Mapping[str, int] | None = None,
         start: Mapping[str, str] | None = None,
+        order: Mapping[str, Any] | None = None,
     ) -> list[list[str]]:
         components = ConnectedComponents().groups(links)
+        if order:  # exact ties merge first what came first (see clusters)
+            components = [sorted(members, key=order.__getitem__) for members in components]
         which = {m: n for n, members in enumerate(components) for m in members}
         own: list[list[Link]] = [[] for _ in components]  # each component's links, read once
         for k in links:
@@ -255,17 +265,25 @@ def _start_pairs(start: Mapping[str, str] | None, copies: Mapping[str, str] | No
 
 
 def _joined(
-    links: Iterable[Link], constraints: LinkConstraints, first: Iterable[tuple[str, str]] = ()
+    links: Iterable[Link],
+    constraints: LinkConstraints,
+    first: Iterable[tuple[str, str]] = (),
+    order: Mapping[str, Any] | None = None,
 ) -> list[list[str]]:
     """Groups from joining the ``first`` pairs (start groups kept whole), then the must-link pairs, then
-    ``links`` by descending score, never joining two groups that hold a cannot-link pair."""
+    ``links`` by descending score, never joining two groups that hold a cannot-link pair; links of one score
+    by when their later item came (``order``: the order rule's keys), else by id."""
     cannot: dict[str, set[str]] = {}
     for a, b in constraints.cannot_link:
         cannot.setdefault(a, set()).add(b)
         cannot.setdefault(b, set()).add(a)
     kept = [Link(a, b, float("inf")) for a, b in first]
     must = [Link(a, b, float("inf")) for a, b in sorted(constraints.must_link - constraints.cannot_link)]
-    ordered = kept + must + sorted(links, key=lambda k: (-k.score, k.a, k.b))
+    if order:
+        ranked = sorted(links, key=lambda k: (-k.score, *sorted((order[k.a], order[k.b]), reverse=True)))
+    else:
+        ranked = sorted(links, key=lambda k: (-k.score, k.a, k.b))
+    ordered = kept + must + ranked
     group: dict[str, list[str]] = {}
     for k in ordered:
         ga = group.setdefault(k.a, [k.a])

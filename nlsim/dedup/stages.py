@@ -36,7 +36,7 @@ import pandas as pd
 from nlsim.clusters.assign import ClusterUpdate, assign_groups, events_frame
 from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.copies import COPY_KEY_VERSION, contract, find_copies
-from nlsim.clusters.order import order_keys
+from nlsim.clusters.order import OrderKey, order_keys
 from nlsim.clusters.rules import ClusterRule, Link, links_of
 from nlsim.clusters.table import cluster_table, topic_table
 from nlsim.clusters.topics import TopicUpdate, assign_topics, topic_constraints, topic_groups
@@ -607,8 +607,10 @@ def neighbors(
         if more.any():
             keep[np.flatnonzero(more)[~_kept_before(window, a[more], b[more])]] = True
         found = found[keep].reset_index(drop=True)
-    # a group of copies is scored by its representative's vector, whichever copy the search hit
-    return found if rep is None else scored_by_representatives(found, window.embeddings, rep, floor)
+    # a group of copies is scored by its representative's vector, whichever copy the search hit, and the
+    # parts of one text the time window cut apart by the vector of its first copy: one text, one score
+    scored = copied.same_text if split and copied is not None else rep
+    return found if scored is None else scored_by_representatives(found, window.embeddings, scored, floor)
 
 
 def _kept_before(window: Window, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -830,7 +832,7 @@ def cluster(
     links = links_of(story_all, "similarity")
     known = editors.constraints().restricted_to(ids.tolist())
     same = window.copies.rep_of() if window.copies is not None else {}
-    grouped = grouped_by_rule(opts.story_rule(levels.story), links, known, same, opts.cut)
+    grouped = grouped_by_rule(opts.story_rule(levels.story), links, known, same, opts.cut, keys)
     groups = grouped.groups
     upd = assign_groups(
         window.previous,
@@ -1052,16 +1054,18 @@ def grouped_by_rule(
     known: LinkConstraints,
     same: Mapping[str, str],
     cut: str,
+    order: Mapping[str, OrderKey] | None = None,
 ) -> Grouped:
     """The groups ``rule`` makes of ``links`` (``same``: the groups of copies) with the verdicts ``known``,
-    and without them (:class:`Grouped`)."""
-    groups = rule.clusters(links, known, same, cut=cut)
+    and without them (:class:`Grouped`); ``order``: the items' order keys, which settle exact ties as a
+    daily run met them (:meth:`nlsim.clusters.rules.ClusterRule.clusters`)."""
+    groups = rule.clusters(links, known, same, cut=cut, order=order)
     free = (
-        rule.clusters(links, LinkConstraints(must_link=known.must_link), same, cut=cut)
+        rule.clusters(links, LinkConstraints(must_link=known.must_link), same, cut=cut, order=order)
         if known.cannot_link
         else groups
     )
-    bare = rule.clusters(links, LinkConstraints(), same, cut=cut) if known.must_link else free
+    bare = rule.clusters(links, LinkConstraints(), same, cut=cut, order=order) if known.must_link else free
     return Grouped(groups, free, bare)
 
 

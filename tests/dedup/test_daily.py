@@ -1761,3 +1761,61 @@ def test_the_last_day_run_again_with_an_item_too_old_for_the_window_gives_its_re
     assert again.replayed and again.run_id == r2.run_id, again.stats.messages
     assert (out / "latest").resolve() == r2.report_dir.resolve() and len(again.clusters) == 2
     assert manifest_path.read_bytes() == committed
+
+
+class BatchNoiseEncoder(HashEncoder):
+    """:class:`HashEncoder` with a trace of each text's place in the batch it is embedded in, as a CPU's
+    kernels sum otherwise for another batch: one text embedded in two places gets two vectors a hair apart
+    (the later place's a hair nearer every other text)."""
+
+    model_id = "test:hash-words-noise"
+    name = "hash-words-noise"
+
+    def __init__(self) -> None:
+        super().__init__(192)
+        self.dim = 192 + 64
+        self.fingerprint = "hash-words-noise-v1"
+
+    def encode(self, texts: list[str], batch_size: int = 64, progress: bool = True, **_: Any) -> np.ndarray:
+        words = HashEncoder(self.dim - 64).encode(texts)
+        noise = np.zeros((len(texts), 64), np.float32)
+        for i in range(len(texts)):
+            noise[i, i % 64] = 1e-3 * (64 - i % 64)  # a lower norm, a higher cosine, the later the place
+        out = np.hstack([words, noise])
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+@pytest.mark.slow
+def test_an_item_between_two_parts_of_one_text_joins_the_part_a_daily_run_met_first(tmp_path: Path) -> None:
+    """A headline sent twice a day apart is two groups of copies under ``--window-hours`` (b1, b2 in the
+    morning; a1, a2 after midnight, 19 hours later), and an item between them (n, the afternoon's version)
+    links to both with one text's score. Each part was scored by its own vector, and a text's vectors
+    differ in their last bits by the batch it was embedded in (an AMX Xeon's kernels against an EPYC's):
+    the batch run put n with whichever part the noise favoured (here the later), where the daily run had
+    put it with the morning's, the only part there then. Every part of one text is scored by its first
+    copy's vector, and a tie is settled by the order the items came in: both runs put n with b1 and b2."""
+    text = "storm hits the north coast"
+    rows = [  # the later part first in the file
+        ("a1", text, pd.Timedelta(days=1, hours=1)),
+        ("a2", text, pd.Timedelta(days=1, hours=1, minutes=30)),
+        ("n", f"{text} tonight", pd.Timedelta(hours=16)),
+        ("b1", text, pd.Timedelta(hours=6)),
+        ("b2", text, pd.Timedelta(hours=6, minutes=30)),
+    ]
+    corpus = pd.DataFrame(
+        {"id": [r[0] for r in rows], "title": [r[1] for r in rows], "published_at": [T + r[2] for r in rows]}
+    )
+    kw: dict[str, Any] = dict(model="hash-noise", window_hours=12.0, cluster_rule="support")
+    corpus.to_parquet(tmp_path / "all.parquet", index=False)
+    batch = run_dedup(
+        _config(tmp_path / "all.parquet", tmp_path / "batch", **kw), encoder=BatchNoiseEncoder()
+    )
+    days = split_days(corpus.sort_values("published_at"), tmp_path / "in", ["2024-01-02"])
+    state = tmp_path / "state"
+    for day in days:
+        run_daily(_config(day, tmp_path / "out", **kw), state, encoder=BatchNoiseEncoder())
+    together = {
+        frozenset(m for m, c in state_assignment(state).items() if c == cluster) for cluster in ("c-b1",)
+    }
+    assert together == {frozenset({"b1", "b2", "n"})}
+    assert batch_assignment(batch.clusters) == state_assignment(state)
