@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -73,13 +74,21 @@ CORRELATIONS = ("spearman", "pearson")
 def _not_a_figure(record: Any, name: str) -> bool:
     """Whether ``record`` (read from JSON) lacks figure ``name``, or holds what is no figure there: a
     correlation may be undefined (``null``, as nlsim writes it, or ``NaN``, as an earlier nlsim wrote it:
-    :func:`_undefined_as_nan`); an error (``mse``, ``mae``) never is."""
+    :func:`_undefined_as_nan`); an error (``mse``, ``mae``) never is, and no figure is infinite.
+
+    >>> _not_a_figure({"spearman": float("nan")}, "spearman"), _not_a_figure({"mse": float("nan")}, "mse")
+    (False, True)
+    """
     if not isinstance(record, dict) or name not in record:
         return True
     value = record[name]
     if value is None:
         return name not in CORRELATIONS
-    return isinstance(value, bool) or not isinstance(value, (int, float))
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return True
+    if math.isnan(value):
+        return name not in CORRELATIONS
+    return math.isinf(value)
 
 
 def _undefined_as_nan(record: dict[str, Any], names: tuple[str, ...]) -> None:

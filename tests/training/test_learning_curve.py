@@ -1017,3 +1017,53 @@ def test_an_undefined_figure_is_written_as_null_and_read_back_undefined(
     done["test"]["spearman"] = float("nan")
     point.write_text(json.dumps(done), encoding="utf-8")  # as an earlier nlsim wrote it: NaN
     assert run_learning_curve(cfg, log=lambda _: None).trained == 0
+
+
+@pytest.mark.parametrize(
+    ("part", "name", "value"),
+    [
+        ("test", "mse", float("nan")),
+        ("test", "spearman", float("inf")),
+        ("validation", "spearman", -float("inf")),
+    ],
+)
+def test_a_point_holding_a_figure_no_run_gives_is_refused_naming_it(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, part: str, name: str, value: float
+) -> None:
+    """A figure no run gives (an error left undefined, ``NaN``; a correlation of ``Infinity``, as JSON
+    readers take it) in a point edited by hand was taken as a number: the table read ``undefined`` for the
+    size's MSE, or ``inf`` for its Spearman. It is refused naming the file and the field, as a figure that
+    is not a number is."""
+    from dataclasses import replace
+
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", _finetuned)
+    out = tmp_path / "curve"
+    cfg = replace(config(pairs_file, out, (1,)), baselines=())
+    run_learning_curve(cfg, log=lambda _: None)
+    point = out / "runs" / "size8_seed1.json"
+    done = json.loads(point.read_text(encoding="utf-8"))
+    done[part][name] = value
+    point.write_text(json.dumps(done), encoding="utf-8")
+    _no_work(monkeypatch)
+    with pytest.raises(
+        StateError, match=rf"size8_seed1\.json: its {part} figure '{name}' is -?(nan|inf), not"
+    ):
+        run_learning_curve(cfg, log=lambda _: None)
+
+
+def test_a_baseline_holding_a_figure_no_scorer_gives_is_refused_naming_it(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``baselines.json`` edited by hand to hold an infinite figure was taken as a number (the table read
+    ``inf``); it is refused naming the file and the entry."""
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", _finetuned)
+    out = tmp_path / "curve"
+    cfg = config(pairs_file, out, (1,))
+    run_learning_curve(cfg, log=lambda _: None)
+    path = out / "baselines.json"
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    stored["tfidf-char2/none"]["pearson"] = float("inf")
+    path.write_text(json.dumps(stored), encoding="utf-8")
+    _no_work(monkeypatch)
+    with pytest.raises(StateError, match=r"entry 'tfidf-char2/none': figure 'pearson' is inf, not"):
+        run_learning_curve(cfg, log=lambda _: None)
