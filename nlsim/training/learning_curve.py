@@ -37,7 +37,7 @@ from nlsim.evaluation.metrics import defined, evaluate
 from nlsim.io.atomic import atomic_path, atomic_write_text
 from nlsim.io.lock import GUARD_NAME, RunLock
 from nlsim.io.ownership import check_claimable, check_outside_stores, claimed
-from nlsim.io.pairs import annotations_digest
+from nlsim.io.pairs import annotations_digest, split_counts
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
 from nlsim.training.config import LearningCurveConfig
@@ -520,8 +520,8 @@ def check_curve_splits(pairs: pd.DataFrame, cfg: LearningCurveConfig) -> None:
                 cfg.pairs,
                 None,
                 "split",
-                f"no {split} pairs: a learning curve trains on train, keeps the best epoch on validation "
-                "and scores every point on test",
+                f"no {split} pairs{split_counts(pairs)}: a learning curve trains on train, keeps the best "
+                "epoch on validation and scores every point on test",
             )
     n_train = int((pairs["split"] == "train").sum())
     if max(cfg.sizes) > n_train:

@@ -173,6 +173,31 @@ def test_a_pair_file_without_a_test_split_is_refused_before_any_point_trains(
         run_learning_curve(config(notest, tmp_path / "c", (1,)), log=lambda _: None)
 
 
+@pytest.mark.parametrize(
+    ("drop", "says"),
+    [
+        ("column", r"no train pairs .*\(no pair names its split: give the file a 'split' column of train"),
+        ("validation", r"no validation pairs .*\(the file holds train: 16, test: \d+\)"),
+    ],
+)
+def test_a_pair_file_short_of_a_split_is_refused_saying_what_it_holds(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, drop: str, says: str
+) -> None:
+    """A pair file without a ``split`` column was refused as having 'no train pairs', which did not say
+    that no pair names its split, as ``nlsim finetune`` says; nor did a file without a validation split
+    say what splits it holds. The refusal says both, before any work."""
+    from nlsim.errors import InputError
+
+    table = pd.read_csv(pairs_file, sep="\t", dtype=str, keep_default_na=False)
+    table = table.drop(columns=["split"]) if drop == "column" else table[table["split"] != drop]
+    short = tmp_path / "short.tsv"
+    table.to_csv(short, sep="\t", index=False)
+    _no_work(monkeypatch)
+    with pytest.raises(InputError, match=says):
+        run_learning_curve(config(short, tmp_path / "c", (1,)), log=lambda _: None)
+    assert not (tmp_path / "c").exists()
+
+
 @pytest.mark.parametrize("typed", ["mine", "mine/new/../../mine"])
 def test_a_folder_of_the_users_is_refused_before_any_work(
     pairs_file: Path, tmp_path: Path, typed: str
