@@ -506,6 +506,41 @@ class IndexMeta:
         return cls(**known_fields(cls, data))
 
 
+_KIND_PARAMS = {"flat": (), "ivf": ("nlist", "nprobe"), "hnsw": ("M", "ef_search")}
+"""The kinds of index nlsim builds, with the parameters each is searched with (in ``meta.json``)."""
+_KIND_TYPES = {"flat": "IndexFlat", "ivf": "IndexIVF", "hnsw": "IndexHNSW"}
+_KIND_WORDS = {"flat": "a flat index", "ivf": "an IVF index", "hnsw": "an HNSW index"}
+
+
+def _unwritten(data: dict[str, Any]) -> list[str]:
+    """The keys of a ``meta.json`` (its keys all there, each of its kind) holding a value nlsim never writes:
+    a kind it does not build, a file without its size and SHA-256, an IVF or HNSW index without the
+    parameters it is searched with."""
+    if data["kind"] not in _KIND_PARAMS:
+        return ["kind"]
+    listed = data["files"].values()
+    if not all(
+        isinstance(f, dict) and type(f.get("bytes")) is int and type(f.get("sha256")) is str for f in listed
+    ):
+        return ["files"]
+    if not all(type(data["params"].get(p)) is int for p in _KIND_PARAMS[data["kind"]]):
+        return ["params"]
+    return []
+
+
+def _check_read(raw: Any, ids: np.ndarray, meta: IndexMeta, folder: Path, fix: str) -> None:
+    """Refuse an index file of another kind, dimension or count than ``meta.json`` says (edited by hand)."""
+    held = next((k for k, t in _KIND_TYPES.items() if isinstance(raw, getattr(faiss, t))), None)
+    if held != meta.kind:
+        what = _KIND_WORDS.get(held or "", f"a {type(raw).__name__}")
+        raise StateError(f"{folder / INDEX_FILE} holds {what}, {META_FILE} says {meta.kind}; " + fix)
+    if raw.d != meta.dim or raw.ntotal != meta.count or len(ids) != meta.count:
+        raise StateError(
+            f"{folder}: index has {raw.ntotal} vectors of dimension {raw.d} and {len(ids)} ids, "
+            f"{META_FILE} says {meta.count} of dimension {meta.dim}; " + fix
+        )
+
+
 def _rebuild_hint(folder: Path) -> str:
     return f"delete {folder} (or run with a fresh index folder) and the index is rebuilt from the corpus"
 
@@ -621,6 +656,7 @@ def load_index(
     try:
         data = json.loads(meta_path.read_text(encoding="utf-8"))
         wrong = [f.name for f in fields(IndexMeta) if f.name not in data] or mistyped_fields(IndexMeta, data)
+        wrong = wrong or _unwritten(data)
         meta = None if wrong else IndexMeta.from_dict(data)
     except (ValueError, TypeError, AttributeError) as exc:
         raise StateError(f"{meta_path} is unreadable ({exc}); " + fix) from exc
@@ -651,11 +687,7 @@ def load_index(
         ids = pd.read_parquet(folder / IDS_FILE)["id"].to_numpy()
     except Exception as exc:  # faiss raises RuntimeError on garbage
         raise StateError(f"cannot read the index in {folder} ({exc}); " + fix) from exc
-    if raw.d != meta.dim or raw.ntotal != meta.count or len(ids) != meta.count:
-        raise StateError(
-            f"{folder}: index has {raw.ntotal} vectors of dimension {raw.d} and {len(ids)} ids, "
-            f"{META_FILE} says {meta.count} of dimension {meta.dim}; " + fix
-        )
+    _check_read(raw, ids, meta, folder, fix)
     ngpu = _resolve_device(use_gpu, meta.kind)
     if ngpu:
         idx, device = _to_gpus(raw, ngpu)

@@ -269,6 +269,36 @@ def test_load_refuses_truncated_and_corrupt(tmp_path, emb: np.ndarray) -> None:
         load_index(tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("kind", "edit", "says"),
+    [
+        ("flat", lambda m: m.update(kind="exact"), r"meta\.json has 'exact' for 'kind'"),
+        ("ivf", lambda m: m["params"].pop("nlist"), r"meta\.json has .* for 'params'"),
+        ("hnsw", lambda m: m["params"].pop("M"), r"meta\.json has .* for 'params'"),
+        ("flat", lambda m: m["files"]["ids.parquet"].pop("bytes"), r"meta\.json has .* for 'files'"),
+        ("flat", lambda m: m["files"].update({"index.faiss": "ok"}), r"meta\.json has .* for 'files'"),
+        ("hnsw", lambda m: m.update(kind="flat"), r"index\.faiss holds an HNSW index, meta\.json says flat"),
+        ("flat", lambda m: m.update(kind="ivf", params={"nlist": 4, "nprobe": 2}), r"holds a flat index"),
+    ],
+)
+def test_a_meta_json_edited_by_hand_to_values_nlsim_never_writes_is_refused_by_name(
+    tmp_path, emb: np.ndarray, kind: str, edit, says: str
+) -> None:
+    """``meta.json`` holds every key of its own kind, but an edit could still leave a value nlsim never
+    writes: a kind it does not build, a file listed without its size or SHA-256, an IVF or HNSW index
+    without the parameters it is searched with, or another kind than the index file holds. Each ended in a
+    KeyError or TypeError traceback (at loading or at the first line of the run log), or an approximate
+    index described as exact; each is refused naming the file and the key, with the way to rebuild."""
+    save_index(
+        tmp_path, build_index(emb, kind=kind, use_gpu=False, nlist=8, nprobe=4), range(500), meta_for()
+    )
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    edit(meta)
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(StateError, match=says + r".*index is rebuilt"):
+        load_index(tmp_path)
+
+
 def test_load_missing(tmp_path) -> None:
     with pytest.raises(StateError, match="no index"):
         load_index(tmp_path / "nothing")
