@@ -219,6 +219,19 @@ def remove_tree(path: str | Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def _replace(tmp: Path, target: Path) -> None:
+    """Move ``tmp`` over ``target``. A folder at ``target``'s name is an error that names ``target`` and
+    says to move the folder away (the system's names the temporary file, gone by the time it is read)."""
+    try:
+        os.replace(tmp, target)
+    except IsADirectoryError as exc:
+        raise IsADirectoryError(
+            exc.errno,
+            f"{exc.strerror}: a folder where nlsim writes a file; move it away and rerun",
+            str(target),
+        ) from exc
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path, *, suffix: str = "", mode: int | None = None) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success move it over ``path`` atomically.
@@ -241,7 +254,7 @@ def atomic_path(path: str | Path, *, suffix: str = "", mode: int | None = None) 
                 os.chmod(tmp, file_mode() if mode is None else mode)
                 with open(tmp, "rb") as fh:
                     os.fsync(fh.fileno())
-            os.replace(tmp, target)
+            _replace(tmp, target)
             fsync_dir(target.parent)
     except BaseException:
         if tmp.is_dir():

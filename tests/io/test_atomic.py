@@ -71,3 +71,21 @@ def test_a_write_that_runs_out_of_space_names_its_file_and_leaves_the_old_one(tm
     assert (info.value.errno, info.value.filename) == (errno.ENOSPC, str(target))
     assert target.read_text() == "row,field,reason\n"
     assert [p.name for p in tmp_path.iterdir()] == ["bad_rows.csv"]
+
+
+def test_a_folder_at_the_name_of_a_file_written_is_named_not_the_temporary_file(tmp_path: Path) -> None:
+    """A folder where nlsim writes a file (a curve's ``lock.json`` made a folder by hand) stopped the run
+    with '.lock.json.x1y2.tmp: Is a directory', naming a temporary file that is gone by then. The error
+    names the file's own path and says to move the folder away; the folder and its files are left as
+    they were, and no temporary file is."""
+    import pytest
+
+    target = tmp_path / "lock.json"
+    target.mkdir()
+    (target / "mine.txt").write_text("kept", encoding="utf-8")
+    with pytest.raises(IsADirectoryError) as raised:
+        atomic_write_text(target, "{}")
+    assert raised.value.filename == str(target)
+    assert "move it away" in str(raised.value.strerror)
+    assert (target / "mine.txt").read_text(encoding="utf-8") == "kept"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lock.json"]
