@@ -44,7 +44,13 @@ from nlsim.io.atomic import sweep_leftovers
 from nlsim.io.editor_file import editor_labels
 from nlsim.io.lock import RunLock
 from nlsim.io.manifest import saved_folder
-from nlsim.io.ownership import check_outputs_apart, check_writable, is_owned, read_marker, resolved
+from nlsim.io.ownership import (
+    check_outputs_apart,
+    check_outside_stores,
+    check_writable,
+    is_owned,
+    resolved,
+)
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
 from nlsim.rerank.reranker import reranker_summary
@@ -342,35 +348,21 @@ def quality_check(
     )
 
 
-def check_outside_stores(out: str | Path) -> None:
-    """Refuse, before any work, a model folder of ``nlsim finetune`` (and its flow) inside a model store
-    (``nlsim models``): its versions are saved, registered (``store.json``) and promoted by the chain alone
-    (which fine-tunes into its new version with :func:`finetune` itself). A model saved over one of them
-    would replace the model the store recorded, or the promoted one, without a record; and one saved beside
-    them, never registered, is removed by the store's next run as a killed run's leftover."""
-    for folder in resolved(out).parents:  # the store itself is no model folder: check_model_out says so
-        marker = read_marker(folder)
-        if marker is not None and marker["kind"] == "model-store":
-            raise ConfigError(
-                f"--out {out} lies inside the model store {folder}, whose versions only nlsim pipeline saves "
-                "and registers (nlsim models promotes them); refusing to write there: give a folder outside "
-                "it"
-            )
-
-
 @contextlib.contextmanager
 def holding_model_out(out: str | Path | None, log: Callable[[str], None] = say) -> Iterator[None]:
     """``nlsim finetune``'s (and its flow's) hold on its model folder for the whole run: refused inside a
-    model store (:func:`check_outside_stores`) and where it may not be replaced (:func:`check_model_out`),
-    then locked beside it (``OUT.lock``, :meth:`~nlsim.io.lock.RunLock.beside`: the folder is built beside
-    the old one and renamed into place, so a lock inside it would go with it). A second run into the same
-    folder is refused now, naming the run that holds it, instead of both training and the last to finish
-    replacing the other's model unsaid; a lock whose run is gone is taken over, and said. No ``out`` (a run
-    that saves nothing, or an empty ``--out``, which :func:`finetune` refuses): nothing to hold."""
+    model store (:func:`~nlsim.io.ownership.check_outside_stores`: its versions are saved, registered and
+    promoted by nlsim pipeline and nlsim models alone) and where it may not be replaced
+    (:func:`check_model_out`), then locked beside it (``OUT.lock``, :meth:`~nlsim.io.lock.RunLock.beside`:
+    the folder is built beside the old one and renamed into place, so a lock inside it would go with it).
+    A second run into the same folder is refused now, naming the run that holds it, instead of both
+    training and the last to finish replacing the other's model unsaid; a lock whose run is gone is taken
+    over, and said. No ``out`` (a run that saves nothing, or an empty ``--out``, which :func:`finetune`
+    refuses): nothing to hold."""
     if not out or not str(out).strip():
         yield
         return
-    check_outside_stores(out)
+    check_outside_stores({"--out": out})
     check_model_out(out)
     with RunLock.beside(resolved(out), what="--out") as lock:
         if lock.message:
