@@ -686,6 +686,10 @@ class LearningCurveConfig:
             )
         for seed in self.seeds:  # each point trains with its own: every one is checked, not the first
             check_seed(seed, "--seeds")
+        if len(set(self.baselines)) != len(self.baselines):
+            raise ConfigError(
+                f"--baselines {','.join(self.baselines)}: a baseline twice would be one row counted twice"
+            )
         unknown = [b for b in self.baselines if b not in DEFAULT_BASELINES]
         if unknown:
             raise ConfigError(

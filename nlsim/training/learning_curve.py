@@ -647,7 +647,8 @@ def write_summary(
     atomic_write_text(
         out / "learning_curve.md",
         f"# Learning curve ({cfg.model}, conversion {cfg.conversion}, "
-        f"{cfg.loss}, {cfg.epochs} epochs, lr {cfg.lr}, batch size {cfg.batch_size}, "
+        f"{cfg.loss}, {cfg.epochs} epoch{'' if cfg.epochs == 1 else 's'}, lr {cfg.lr}, "
+        f"batch size {cfg.batch_size}, "
         f"max length {cfg.max_length}; seeds {', '.join(map(str, sorted(cfg.seeds)))})\n\n{md}\n",
     )
     with atomic_path(out / "learning_curve.csv", suffix=".csv") as tmp:

@@ -1037,7 +1037,9 @@ def test_an_undefined_figure_is_written_as_null_and_read_back_undefined(
     again = run_learning_curve(cfg, log=said.append)
     assert again.trained == 0
     assert "size 8 seed 1: done already (test Spearman undefined), skipped" in said, said
-    assert "| 8 | 1 | undefined | undefined |" in (tmp_path / "curve" / "learning_curve.md").read_text()
+    table = (tmp_path / "curve" / "learning_curve.md").read_text()
+    assert "| 8 | 1 | undefined | undefined |" in table
+    assert ", 1 epoch, lr" in table.splitlines()[0]  # not "1 epochs"
     done = json.loads(point.read_text(encoding="utf-8"))
     done["test"]["spearman"] = float("nan")
     point.write_text(json.dumps(done), encoding="utf-8")  # as an earlier nlsim wrote it: NaN
@@ -1092,3 +1094,14 @@ def test_a_baseline_holding_a_figure_no_scorer_gives_is_refused_naming_it(
     _no_work(monkeypatch)
     with pytest.raises(StateError, match=r"entry 'tfidf-char2/none': figure 'pearson' is inf, not"):
         run_learning_curve(cfg, log=lambda _: None)
+
+
+def test_a_baseline_named_twice_is_refused_as_a_size_or_seed_named_twice_is(tmp_path: Path) -> None:
+    """``--baselines tfidf-char2,tfidf-char2`` was taken, where a size or a seed given twice is refused:
+    the baseline would be scored and listed twice."""
+    from dataclasses import replace
+
+    from nlsim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"--baselines tfidf-char2,tfidf-char2: a baseline twice"):
+        replace(config(tmp_path / "p.tsv", tmp_path / "curve", (1,)), baselines="tfidf-char2,tfidf-char2")
