@@ -435,14 +435,31 @@ def sheet_names(name: str, rows: int, per_sheet: int | None = None) -> list[str]
     return [name if n == 0 else f"{name} {n + 1}" for n in range(max(1, -(-rows // per_sheet)))]
 
 
+def shortest_floats(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its 32-bit float columns as the 64-bit numbers their shortest digits write: a score of
+    ``0.70710677`` (as ``pairs.csv`` writes it), not its float's ``0.7071067690849304``, which a spreadsheet
+    shows when the 32-bit float is widened bit for bit.
+
+    >>> frame = pd.DataFrame({"similarity": np.array([0.70710677], dtype=np.float32)})
+    >>> float(frame["similarity"].iloc[0]), float(shortest_floats(frame)["similarity"].iloc[0])
+    (0.7071067690849304, 0.70710677)
+    """
+    narrow = [c for c in frame.columns if frame[c].dtype in (np.float32, np.float16)]
+    if not narrow:
+        return frame
+    return frame.assign(**{c: [float(str(v)) for v in frame[c].to_numpy()] for c in narrow})
+
+
 def write_xlsx(tables: Mapping[str, pd.DataFrame], path: str | Path) -> None:
     """One sheet per table (its name; a table longer than a sheet holds goes on in more sheets:
-    :func:`sheet_names`), a header row of the column names on each, every text cell stored as text."""
+    :func:`sheet_names`), a header row of the column names on each, every text cell stored as text, and a
+    32-bit score as the number its shortest digits write (:func:`shortest_floats`)."""
     from openpyxl import Workbook  # deferred: only the report needs openpyxl
 
     book = Workbook(write_only=True)
     per_sheet = XLSX_SHEET_ROWS - 1
-    for name, frame in tables.items():
+    for name, table in tables.items():
+        frame = shortest_floats(table)
         for n, title in enumerate(sheet_names(name, len(frame), per_sheet)):
             sheet = book.create_sheet(title)
             sheet.append([_cell(sheet, str(c)) for c in frame.columns])

@@ -734,3 +734,18 @@ def test_an_id_of_12_to_15_digits_that_a_spreadsheet_shows_in_scientific_notatio
 
     assert [shown_otherwise(t) for t in ("202405010830", "20240501083012", "123456789012345")] == [True] * 3
     assert [shown_otherwise(t) for t in ("12345678901", "2024050108")] == [False, False]
+
+
+def test_a_32_bit_score_is_written_with_the_digits_pairs_csv_has(tmp_path: Path) -> None:
+    """A pair's similarity (a 32-bit float) read 0.7071067690849304 in report.xlsx where pairs.csv has
+    0.70710677: the float's noise past its own digits. The workbook holds the shortest digits."""
+    import numpy as np
+
+    from nlsim.report.spreadsheet import write_csv, write_xlsx
+
+    frame = pd.DataFrame({"a": ["x", "y"], "similarity": np.array([0.70710677, 1.0], dtype=np.float32)})
+    write_xlsx({"pairs": frame}, tmp_path / "r.xlsx")
+    write_csv(frame, tmp_path / "p.csv")
+    rows = list(load_workbook(tmp_path / "r.xlsx").active.iter_rows(values_only=True))
+    assert rows[1:] == [("x", 0.70710677), ("y", 1.0)]
+    assert "0.70710677" in (tmp_path / "p.csv").read_text(encoding="utf-8")
