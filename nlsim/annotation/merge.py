@@ -66,6 +66,7 @@ from nlsim.faults import MERGE_FAULT_STAGES, fault_point
 from nlsim.io import editor_file
 from nlsim.io.cells import one_line
 from nlsim.io.lock import LockedError
+from nlsim.io.ownership import check_outside_stores
 from nlsim.io.pairs import (
     SPLITS,
     check_pair_columns,
@@ -396,8 +397,11 @@ def _check_options(
 ) -> None:
     """Refuse a merge's options that cannot be followed: an unknown split, a text column without a corpus, a
     compressed pair file (``pairs.tsv.gz``: read as the file it holds, but a merge writes into it), the pair
-    file given as ``filled`` (:func:`_refuse_same_file`)."""
+    file given as ``filled`` (:func:`_refuse_same_file`), a pair file inside a model store, whose folder a
+    merge writes into (the verdict store and the lock beside it:
+    :func:`~nlsim.io.ownership.check_outside_stores`)."""
     _refuse_same_file(filled, pairs_file)
+    check_outside_stores({"--pairs": pairs_file})
     packed = compression(pairs_file)
     if packed is not None:
         raise ConfigError(

@@ -172,6 +172,7 @@ STORE_OUTPUTS = {
     "calibrate": ["calibrate", "--model", FAST_MODEL, "--pairs", "pairs.tsv", "--out", "OUT"],
     "embed": ["embed", "--corpus", "news.csv", "--model", FAST_MODEL, "--out", "OUT"],
     "annotate draw": ["annotate", "draw", "--corpus", "news.csv", "--model", "tfidf-char2", "--out", "OUT"],
+    "annotate merge": ["annotate", "merge", "--filled", "pairs.tsv", "--pairs", "OUT"],
 }
 """Each command that writes a report, a curve, a file or a daily state, with ``OUT`` for the output path."""
 
