@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,22 @@ def cache_key(parts: Mapping[str, Any]) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+def _remove(*paths: Path) -> None:
+    """Delete ``paths`` (an entry's sidecar first), as far as the folder lets: in a read-only cache a damaged
+    entry stays, and it is said; it is never read as good (it fails its check again), and its sidecar is
+    removed before a new matrix is written (:meth:`EmbeddingCache.store`), so a sidecar never describes a
+    matrix it was not written for. A file that is not there is not said (a read-only file system refuses
+    to delete even that: EROFS, not ENOENT)."""
+    for path in paths:
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as exc:
+            if not os.path.lexists(path):
+                continue
+            log.warning("embedding cache: %s could not be removed (%s)", path, why_not_kept(exc))
+            return
+
+
 class EmbeddingCache:
     """A folder of cached embedding matrices keyed by content; see the module docstring.
 
@@ -135,8 +152,7 @@ class EmbeddingCache:
                 raise StateError("non-finite values")
         except (OSError, ValueError, KeyError, StateError) as exc:
             log.warning("embedding cache entry %s is corrupt (%s); recomputing", npy, exc)
-            npy.unlink(missing_ok=True)
-            meta_path.unlink(missing_ok=True)
+            _remove(meta_path, npy)
             return None
         return arr
 
@@ -175,7 +191,7 @@ class EmbeddingCache:
             self.store(key, arr, info=info)
         except OSError as exc:  # a full or read-only NLSIM_HOME: the vectors are in hand; the cache saves
             npy, meta_path = self.paths(key)
-            meta_path.unlink(missing_ok=True)  # no sidecar: a half-written entry is never read
+            _remove(meta_path)  # no sidecar: a half-written entry is never read
             log.warning(
                 "embedding cache: %s not kept (%s); the run goes on with the vectors it computed",
                 npy,

@@ -137,3 +137,56 @@ def test_a_cache_that_cannot_be_written_leaves_the_vectors_to_the_run(
     assert "not kept" in caplog.text and "23040 requested" in caplog.text
     monkeypatch.undo()
     assert cache.get_or_compute_parts(PARTS, fn)[1] is False and fn.calls == 2
+
+
+def test_a_damaged_entry_in_a_cache_that_cannot_be_written_is_recomputed_not_a_traceback(
+    tmp_path: Path, emb: np.ndarray, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A read-only NLSIM_HOME (a shared cache, a read-only mount) holding an entry that fails its check:
+    the entry cannot be deleted, and the run stopped with 'PermissionError: [Errno 13] Permission denied'
+    from the clean-up. The run computes the vectors, says the entry was neither removed nor replaced, and
+    the damaged entry is never read as good (the next run computes again)."""
+    cache, fn = EmbeddingCache(tmp_path), Counter(emb)
+    cache.get_or_compute_parts(PARTS, fn)
+    npy, _ = cache.paths(cache_key(PARTS))
+    data = bytearray(npy.read_bytes())
+    data[-3] ^= 0x40
+    npy.write_bytes(bytes(data))
+    unlink = Path.unlink
+
+    def read_only(path: Path, missing_ok: bool = False) -> None:
+        if path.parent == tmp_path:
+            raise PermissionError(13, "Permission denied", str(path))
+        unlink(path, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", read_only)
+    with caplog.at_level("WARNING", logger="nlsim"):
+        out, hit = cache.get_or_compute_parts(PARTS, fn)
+        again, hit_again = cache.get_or_compute_parts(PARTS, fn)
+    assert np.array_equal(out, emb) and np.array_equal(again, emb)
+    assert (hit, hit_again, fn.calls) == (False, False, 3)
+    assert "Permission denied" in caplog.text and "not kept" in caplog.text
+
+
+def test_a_cache_on_a_read_only_file_system_leaves_the_vectors_to_the_run(
+    tmp_path: Path, emb: np.ndarray, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """NLSIM_HOME on a read-only file system (a mount, a container's image): deleting even a file that is
+    not there fails (EROFS, not ENOENT), and the clean-up after the vectors could not be kept stopped the
+    run with 'Read-only file system' naming the sidecar, where the run is to go on. It goes on, says the
+    vectors were not kept, and says nothing of removing a sidecar that was never there."""
+    import errno
+
+    import nlsim.encoders.cache as cache_module
+
+    def read_only(path: object, *args: object, **kwargs: object) -> None:
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    monkeypatch.setattr(Path, "unlink", read_only)
+    monkeypatch.setattr(cache_module, "atomic_save_npy", read_only)
+    cache, fn = EmbeddingCache(tmp_path), Counter(emb)
+    with caplog.at_level("WARNING", logger="nlsim"):
+        out, hit = cache.get_or_compute_parts(PARTS, fn)
+    assert np.array_equal(out, emb) and hit is False
+    assert "not kept (Read-only file system)" in caplog.text
+    assert "could not be removed" not in caplog.text
