@@ -139,7 +139,7 @@ class EmbeddingCache:
             return None
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            if meta.get("format") != FORMAT or meta.get("key") != key:
+            if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("key") != key:
                 raise StateError("sidecar does not describe this entry")
             if npy.stat().st_size != meta["size"] or file_sha256(npy) != meta["sha256"]:
                 raise StateError("file size or SHA-256 differs from the sidecar")

@@ -81,6 +81,21 @@ def test_corrupt_entry_is_recomputed(damage: str, tmp_path: Path, emb: np.ndarra
     assert hit and fn.calls == 2  # the rewritten entry is good again
 
 
+@pytest.mark.parametrize("sidecar", ["[]", "null", '"entry"', "3"])
+def test_a_sidecar_that_is_json_but_not_an_object_is_a_damaged_entry(
+    sidecar: str, tmp_path: Path, emb: np.ndarray
+) -> None:
+    """A sidecar holding JSON that is not an object (``null``, a list) stopped every run that embedded the
+    same texts with "AttributeError: 'list' object has no attribute 'get'", until the file was found and
+    deleted by hand; it is a damaged entry as any other: deleted, and the vectors computed again."""
+    cache, fn = EmbeddingCache(tmp_path), Counter(emb)
+    cache.get_or_compute_parts(PARTS, fn)
+    cache.paths(cache_key(PARTS))[1].write_text(sidecar, encoding="utf-8")
+    out, hit = cache.get_or_compute_parts(PARTS, fn)
+    assert not hit and fn.calls == 2 and np.array_equal(out, emb)
+    assert cache.get_or_compute_parts(PARTS, fn)[1] is True
+
+
 def test_wrong_row_count_from_compute_is_refused(tmp_path: Path) -> None:
     with pytest.raises(StateError, match="rows"):
         EmbeddingCache(tmp_path).get_or_compute_parts(PARTS, lambda: np.zeros((3, 4), np.float32))
