@@ -101,10 +101,14 @@ def run(args: argparse.Namespace) -> int:
         load_encoder,
     )  # after the checks: a bad path or row is refused before torch loads
     from nlsim.encoders.cache import EmbeddingCache, check_finite  # deferred: `nlsim --help` stays fast
+    from nlsim.encoders.encoder import long_texts_said
 
     encoder = load_encoder(
         args.model, max_length=args.max_length, threads=args.threads, backend=backend, precision=precision
     )
+    said = long_texts_said(encoder, texts, corpus.ids)  # as a dedup run says it
+    if said:
+        warn(said)
     t1 = time.perf_counter()
 
     def compute() -> np.ndarray:

@@ -53,6 +53,7 @@ from nlsim.dedup.settings import (
 from nlsim.dedup.state import State, StateIdentity, commit_state, empty_clusters, empty_pairs, open_state
 from nlsim.dedup.window import Window, batch_window, incremental_window, undated_clock
 from nlsim.encoders.cache import EmbeddingCache, check_finite
+from nlsim.encoders.encoder import long_texts_said
 from nlsim.errors import InputError
 from nlsim.evaluation.judge import Judgement, describe, judge_items, scored_pairs
 from nlsim.faults import fault_point
@@ -658,19 +659,7 @@ def long_texts(texts: Sequence[str], window: Window, model: ModelChoice) -> str 
     """What the run says of the embedded ``texts`` (the window's :attr:`~Window.embed_rows`, converted) that
     run past the tokens the encoder reads (:meth:`nlsim.encoders.encoder.Encoder.cut`): their vectors say
     what their beginning says, the fields in ``--text-fields`` order (``None``: no such text)."""
-    check = getattr(model.encoder, "cut", None)
-    if check is None or not len(texts):
-        return None
-    cut = check(texts)
-    if not cut.any():
-        return None
-    first = str(window.ids[window.embed_rows[int(np.flatnonzero(cut)[0])]])
-    tokens = model.encoder.max_length
-    return (
-        f"long texts: {int(cut.sum())} item(s) run past the {tokens} tokens {model.encoder.name} reads "
-        f"(e.g. {first!r}): only their first {tokens} tokens, in --text-fields order, are embedded, so two "
-        "items alike there are alike to the model, whatever follows"
-    )
+    return long_texts_said(model.encoder, texts, window.ids[window.embed_rows])
 
 
 def copies_said(window: Window) -> str | None:

@@ -660,3 +660,31 @@ class Encoder:
             "similarity_fn_name": "cosine",
         }
         dump(folder / "config_sentence_transformers.json", st_conf)
+
+
+def long_texts_said(encoder: Any, texts: Sequence[str], ids: Sequence[Any]) -> str | None:
+    """What a run says of the ``texts`` it embeds with ``encoder`` (items ``ids``, in order) that run past
+    the tokens the encoder reads (:meth:`Encoder.cut`): their vectors say what their beginning says, the
+    fields in ``--text-fields`` order (``None``: no such text, or an encoder that cannot tell).
+
+    Example:
+        >>> from nlsim.encoders import load_encoder
+        >>> enc = load_encoder("paraphrase-MiniLM-L3-v2")
+        >>> long_texts_said(enc, ["Floods", "rain " * 300], ["n1", "n2"])[:46]
+        'long texts: 1 item(s) run past the 256 tokens '
+        >>> long_texts_said(enc, ["Floods"], ["n1"]) is None
+        True
+    """
+    check = getattr(encoder, "cut", None)
+    if check is None or not len(texts):
+        return None
+    cut = check(texts)
+    if not cut.any():
+        return None
+    first = str(ids[int(np.flatnonzero(cut)[0])])
+    tokens = encoder.max_length
+    return (
+        f"long texts: {int(cut.sum())} item(s) run past the {tokens} tokens {encoder.name} reads "
+        f"(e.g. {first!r}): only their first {tokens} tokens, in --text-fields order, are embedded, so two "
+        "items alike there are alike to the model, whatever follows"
+    )

@@ -220,3 +220,34 @@ def test_a_title_holding_control_or_format_characters_is_embedded_as_the_one_wit
     assert run_embed(argv) == 0
     emb = np.load(out)
     np.testing.assert_allclose(emb[1:] @ emb[0], 1.0, atol=1e-5)
+
+
+def test_a_text_longer_than_the_model_reads_is_said(
+    tmp_path: Path,
+    l3,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A description longer than the tokens the model reads was cut without a word by ``nlsim embed``, where
+    a dedup run of the same corpus says how many texts run past them: two items sharing a title and the
+    beginning of a lead had one vector, whatever followed. ``nlsim embed`` says it the same way (count, an
+    example id, the tokens read), on a cache hit too; a corpus of short texts hears nothing of it."""
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
+    path = tmp_path / "news.csv"
+    lead = " ".join(f"word{i}" for i in range(400))
+    path.write_text(
+        f"id,title,description\nn1,Storm warning,Heavy rain\nn2,Storm warning,{lead}\n", encoding="utf-8"
+    )
+    out = tmp_path / "emb.npy"
+    argv = ["--corpus", str(path), "--out", str(out), "--model", str(l3.path), "--convert", "none"]
+    for _ in range(2):  # computed, then from the cache
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="nlsim"):
+            assert run_embed([*argv, "--no-progress"]) == 0
+        said = [r.getMessage() for r in caplog.records if "long texts" in r.getMessage()]
+        assert len(said) == 1 and "1 item(s)" in said[0] and "'n2'" in said[0], caplog.text
+        assert f"{l3.max_length} tokens" in said[0]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="nlsim"):
+        assert run_embed([*argv, "--no-progress", "--text-fields", "title"]) == 0
+    assert "long texts" not in caplog.text
