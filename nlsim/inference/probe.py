@@ -31,9 +31,9 @@ import numpy as np
 
 from nlsim.inference.cpu import CpuInfo
 from nlsim.inference.gpu import GpuInfo
-from nlsim.io.atomic import atomic_write_text
+from nlsim.io.atomic import atomic_write_text, why_not_kept
 from nlsim.io.model_cache import nlsim_home
-from nlsim.progress import counted
+from nlsim.progress import counted, warn
 
 if TYPE_CHECKING:
     from nlsim.inference.target import Target
@@ -191,5 +191,18 @@ def probe_rates(
                 continue
             runners[path] = runner
             probe[path] = time_runner(lambda b, r=runner: target.run(r, b), batches)
-        save_probe(arch, threads, cpu, {k: v for k, v in probe.items() if v > 0}, shapes, gpu)
+        _keep(arch, threads, cpu, {k: v for k, v in probe.items() if v > 0}, shapes, gpu)
     return probe
+
+
+def _keep(
+    arch: str, threads: int, cpu: CpuInfo, rates: dict[str, float], shapes: Any, gpu: GpuInfo | None
+) -> None:
+    """:func:`save_probe`, or where ``$NLSIM_HOME`` cannot take the file (read-only, full), a warning: the
+    timings still decide this run's path, as the embedding cache's vectors a home cannot keep still serve
+    the run (:mod:`nlsim.encoders.cache`); the next run times again."""
+    try:
+        save_probe(arch, threads, cpu, rates, shapes, gpu)
+    except OSError as exc:
+        where = probe_file(arch, threads, cpu, gpu)
+        warn(f"speed probe: {where} not kept ({why_not_kept(exc)}); this run takes the path it timed")

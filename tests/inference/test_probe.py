@@ -1,0 +1,48 @@
+"""The probe's cache of timings: what a run does when it cannot keep them."""
+
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from nlsim.inference import probe
+from nlsim.inference.cpu import CpuInfo
+
+CPU = CpuInfo("a CPU", ("avx2",), cores=2)
+
+
+def _target() -> SimpleNamespace:
+    """What the probe needs of a model: an architecture, batches, and two paths that run at once."""
+    batch = {"input_ids": np.zeros((4, 8), dtype=np.int64), "attention_mask": np.ones((4, 8), np.int64)}
+    return SimpleNamespace(
+        architecture=lambda: "probe-test",
+        probe_batches=lambda: ([batch], [[4, 8]]),
+        build=lambda path, threads: path,
+        run=lambda runner, b: None,
+    )
+
+
+def test_timings_a_read_only_home_cannot_keep_leave_the_run_its_choice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """NLSIM_HOME on a read-only file system: an embedding job big enough to time its paths timed them, then
+    stopped in 'nlsim embed: error: .../probes: Read-only file system' when it came to keep the timings,
+    every run again, where the embedding cache in the same home goes on without keeping its vectors. The
+    timings are used for this run's choice, the run says they were not kept, and the next run times again."""
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
+
+    def read_only(path: object, *args: object, **kwargs: object) -> None:
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    monkeypatch.setattr(probe, "atomic_write_text", read_only)
+    runners: dict[str, object] = {}
+    with caplog.at_level("WARNING", logger="nlsim"):
+        rates = probe.probe_rates(_target(), ["onnx-fp32", "torch-fp32"], 2, CPU, runners, {})
+    assert set(rates) == {"onnx-fp32", "torch-fp32"} and all(r > 0 for r in rates.values())
+    assert set(runners) == {"onnx-fp32", "torch-fp32"}
+    assert "not kept (Read-only file system)" in caplog.text and "probes" in caplog.text
+    assert probe.load_probe("probe-test", 2, CPU) == {}
