@@ -101,14 +101,14 @@ def run(args: argparse.Namespace) -> int:
         load_encoder,
     )  # after the checks: a bad path or row is refused before torch loads
     from nlsim.encoders.cache import EmbeddingCache, check_finite  # deferred: `nlsim --help` stays fast
-    from nlsim.encoders.encoder import long_texts_said
+    from nlsim.encoders.encoder import long_texts_said, unreadable_said
 
     encoder = load_encoder(
         args.model, max_length=args.max_length, threads=args.threads, backend=backend, precision=precision
     )
-    said = long_texts_said(encoder, texts, corpus.ids)  # as a dedup run says it
-    if said:
-        warn(said)
+    for said in (long_texts_said(encoder, texts, corpus.ids), unreadable_said(encoder, texts, corpus.ids)):
+        if said:  # as a dedup run says them
+            warn(said)
     t1 = time.perf_counter()
 
     def compute() -> np.ndarray:

@@ -688,3 +688,30 @@ def long_texts_said(encoder: Any, texts: Sequence[str], ids: Sequence[Any]) -> s
         f"(e.g. {first!r}): only their first {tokens} tokens, in --text-fields order, are embedded, so two "
         "items alike there are alike to the model, whatever follows"
     )
+
+
+def unreadable_said(encoder: Any, texts: Sequence[str], ids: Sequence[Any]) -> str | None:
+    """What a run says of the ``texts`` it embeds with ``encoder`` (items ``ids``, in order) that the model
+    reads nothing of (:meth:`Encoder.unreadable`): every such text embeds as one vector, so any two of them
+    are alike at 1.0 whatever they say (``None``: no such text, or an encoder that cannot tell).
+
+    Example:
+        >>> from nlsim.encoders import load_encoder
+        >>> enc = load_encoder("paraphrase-MiniLM-L3-v2")
+        >>> unreadable_said(enc, ["Floods", "😀😀"], ["n1", "n2"]).split(" (e.g.")[0]
+        'unreadable texts: 1 item(s) hold text paraphrase-MiniLM-L3-v2 reads as unknown tokens only'
+        >>> unreadable_said(enc, ["Floods"], ["n1"]) is None
+        True
+    """
+    check = getattr(encoder, "unreadable", None)
+    if check is None or not len(texts):
+        return None
+    bad = check(texts)
+    if not bad.any():
+        return None
+    first = int(np.flatnonzero(bad)[0])
+    return (
+        f"unreadable texts: {int(bad.sum())} item(s) hold text {encoder.name} reads as unknown tokens only "
+        f"(e.g. {str(ids[first])!r}: {texts[first][:40]!r}), so their vectors say nothing of it: they are "
+        "one vector, alike to each other at 1.0 whatever they say"
+    )

@@ -251,3 +251,27 @@ def test_a_text_longer_than_the_model_reads_is_said(
     with caplog.at_level("WARNING", logger="nlsim"):
         assert run_embed([*argv, "--no-progress", "--text-fields", "title"]) == 0
     assert "long texts" not in caplog.text
+
+
+def test_a_text_the_model_reads_nothing_of_is_said(
+    tmp_path: Path,
+    l3,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Titles the model reads as unknown tokens only (``😀😀`` to MiniLM) embed as one vector whatever they
+    say, so any two are alike at 1.0; a dedup run says so and keeps them out of its pairs, ``nlsim embed``
+    wrote them without a word. It says how many, with an example id and text, on a cache hit too."""
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
+    path = tmp_path / "news.csv"
+    path.write_text("id,title\nn1,Storm warning\nn2,😀😀\nn3,🎉\n", encoding="utf-8")
+    out = tmp_path / "emb.npy"
+    argv = ["--corpus", str(path), "--out", str(out), "--model", str(l3.path), "--convert", "none"]
+    for _ in range(2):  # computed, then from the cache
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="nlsim"):
+            assert run_embed([*argv, "--no-progress"]) == 0
+        said = [r.getMessage() for r in caplog.records if "unreadable texts" in r.getMessage()]
+        assert len(said) == 1 and "2 item(s)" in said[0] and "'n2'" in said[0], caplog.text
+    emb = np.load(out)
+    assert float(emb[1] @ emb[2]) > 0.999  # what it warns of: one vector for both
