@@ -80,14 +80,22 @@ def _versions() -> dict[str, str]:
 
 def load_probe(arch: str, threads: int, cpu: CpuInfo, gpu: GpuInfo | None = None) -> dict[str, float]:
     """The cached probe (items/s by path) for this CPU kind and thread count (or this GPU kind) and
-    architecture ({} if none, or made with other library versions)."""
+    architecture ({} if none, made with other library versions, or not as nlsim writes it: JSON that is
+    not an object, a rate that is not a number of zero or more; the paths are then timed again)."""
     try:
         data = json.loads(probe_file(arch, threads, cpu, gpu).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+    if not isinstance(data, dict):
+        return {}
     if data.get("format") != PROBE_FORMAT or data.get("versions") != _versions():
         return {}
-    return {k: float(v) for k, v in (data.get("items_per_s") or {}).items()}
+    rates = data.get("items_per_s")
+    try:
+        out = {str(k): float(v) for k, v in rates.items()} if isinstance(rates, dict) else {}
+    except (TypeError, ValueError):
+        return {}
+    return out if all(math.isfinite(v) and v >= 0 for v in out.values()) else {}
 
 
 def save_probe(

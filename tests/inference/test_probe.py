@@ -46,3 +46,26 @@ def test_timings_a_read_only_home_cannot_keep_leave_the_run_its_choice(
     assert set(runners) == {"onnx-fp32", "torch-fp32"}
     assert "not kept (Read-only file system)" in caplog.text and "probes" in caplog.text
     assert probe.load_probe("probe-test", 2, CPU) == {}
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[]", "null", '{"format": 1, "versions": VERSIONS, "items_per_s": {"torch-fp32": null}}'],
+)
+def test_a_probe_file_nlsim_never_writes_is_timed_again(
+    text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cached probe holding JSON that is not an object, or a rate that is not a number (a file edited by
+    hand, another tool's), stopped every run that read it with "AttributeError: 'list' object has no
+    attribute 'get'" or "TypeError: float() argument must be ... not 'NoneType'", until it was found and
+    deleted. It is read as no probe, as one made with other library versions is: the paths are timed
+    again and the file is written anew."""
+    import json
+
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
+    path = probe.probe_file("probe-test", 2, CPU)
+    path.parent.mkdir(parents=True)
+    path.write_text(text.replace("VERSIONS", json.dumps(probe._versions())), encoding="utf-8")
+    assert probe.load_probe("probe-test", 2, CPU) == {}
+    rates = probe.probe_rates(_target(), ["onnx-fp32", "torch-fp32"], 2, CPU, {}, {})
+    assert probe.load_probe("probe-test", 2, CPU) == pytest.approx(rates, abs=0.01)
