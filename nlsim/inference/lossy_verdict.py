@@ -196,6 +196,21 @@ def quality_check_files(kind: str, identity: str, folder: Path | None) -> list[P
     return out + [home / HOME_FOLDER / name, home / EARLIER_NAMES[1] / name]
 
 
+def _as_written(record: Any) -> bool:
+    """Whether ``record`` has the shape nlsim writes: an object whose ``paths`` and ``reference`` (where
+    given) are objects, each path's entry one too (not a file edited by hand or another tool's).
+
+    >>> _as_written({"paths": {"int8": {"spearman": 80.0}}}), _as_written([]), _as_written({"paths": [1]})
+    (True, False, False)
+    """
+    if not isinstance(record, dict):
+        return False
+    paths, reference = record.get("paths") or {}, record.get("reference") or {}
+    if not isinstance(paths, dict) or not isinstance(reference, dict):
+        return False
+    return all(isinstance(entry, dict) for entry in paths.values())
+
+
 def load_quality_check(
     kind: str, identity: str, folder: Path | None = None
 ) -> tuple[dict[str, Any] | None, str]:
@@ -211,6 +226,9 @@ def load_quality_check(
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
+            continue
+        if not _as_written(record):
+            log.info("%s: not a quality check record as nlsim writes one; not used", path)
             continue
         if record.get("identity") == identity and record.get("format") == RECORD_FORMAT:
             found.append((record, path))

@@ -112,3 +112,23 @@ def test_a_record_stored_again_under_the_home_keeps_what_another_cpu_checked(
     assert both["paths"]["torch-bf16"]["reference"] == bf16_cpu["reference"]
     store_checks({"encoder": bf16_cpu})  # and back: still both
     assert quality_verdict(load_quality_check("encoder", "m")[0], "onnx-int8")[0]
+
+
+@pytest.mark.parametrize("text", ["[]", "null", '"checked"', "RECORD_WITH_PATHS_AS_A_LIST"])
+def test_a_record_that_is_not_one_nlsim_writes_is_not_used(
+    text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A quality check record holding JSON that is not an object, or paths that are not one (a file edited by
+    hand, another tool's), stopped every run that looked for a lossy path with "AttributeError: 'list'
+    object has no attribute 'get'". It is not used, as an unreadable one is not: the record found next
+    (here none; with none, no lossy path)."""
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
+    written = save_quality_check(record("abc"))
+    bad = json.dumps({**record("abc"), "paths": [["onnx-int8", {"spearman": 80.0}]]})
+    written.write_text(text.replace("RECORD_WITH_PATHS_AS_A_LIST", bad), encoding="utf-8")
+    assert load_quality_check("encoder", "abc") == (None, "")
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / QUALITY_CHECK_JSON).write_text(written.read_text(encoding="utf-8"), encoding="utf-8")
+    save_quality_check(record("abc"))  # a good record under the home, after the folder's bad one
+    assert load_quality_check("encoder", "abc", folder) == (record("abc"), str(written))
