@@ -239,6 +239,45 @@ def _model_type(folder: Path) -> str | None:
         return None
 
 
+SETTING_KINDS: dict[str, tuple[type, str]] = {
+    "name": (str, "text"),
+    "model_id": (str, "text"),
+    "base_model": (str, "text"),
+    "prefix": (str, 'text ("query: ", or "" for none)'),
+    "max_length": (int, "a whole number of tokens (256)"),
+    "manifest": (str, "a file name"),
+    "weights_sha256": (dict, "an object of file names and their SHA-256"),
+}
+"""The keys of ``nlsim.json`` that a load reads, and the kind of value each holds (``null``: not given)."""
+
+
+def _checked_settings(path: Path, meta: Any) -> dict[str, Any]:
+    """``meta``, read from the ``nlsim.json`` at ``path``, or a :class:`ConfigError` naming the file and the
+    first key whose value is not of its kind (:data:`SETTING_KINDS`): the file may be the user's, written
+    beside another tool's model folder, and a max length in quotes stopped the load in a TypeError.
+
+    Example:
+        >>> _checked_settings(Path("m/nlsim.json"), {"prefix": "query: ", "max_length": 64})["max_length"]
+        64
+        >>> _checked_settings(Path("m/nlsim.json"), {"max_length": "256"})
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.ConfigError: m/nlsim.json: 'max_length' must be a whole number of tokens (256), got '256'
+    """
+    if not isinstance(meta, dict):
+        raise ConfigError(f"{path}: not a JSON object of settings (prefix, max_length), got {meta!r:.60}")
+    for key, (kind, what) in SETTING_KINDS.items():
+        value = meta.get(key)
+        if value is None:
+            continue
+        wrong = isinstance(value, bool) or not isinstance(value, kind)
+        if not wrong and kind is dict:
+            wrong = not all(isinstance(v, str) for v in value.values())
+        if wrong:
+            raise ConfigError(f"{path}: {key!r} must be {what}, got {value!r:.60}")
+    return meta
+
+
 def folder_settings(folder: Path) -> dict[str, Any]:
     """Prefix / max_length / ids found in a folder's nlsim.json or sentence-transformers files."""
     meta: dict[str, Any] = {}
@@ -248,7 +287,7 @@ def folder_settings(folder: Path) -> dict[str, Any]:
             meta = json.loads(nj.read_text(encoding="utf-8"))
         except ValueError as exc:
             raise ConfigError(f"{nj}: not valid JSON ({exc})") from exc
-        return meta
+        return _checked_settings(nj, meta)
     st = folder / "config_sentence_transformers.json"
     if st.is_file():
         try:

@@ -122,6 +122,37 @@ def test_sentence_transformers_prompt_is_used_when_no_nlsim_json(tmp_path: Path,
     assert load_encoder(dst, prefix="").prefix == ""
 
 
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [
+        ("[]", "not a JSON object"),
+        ('{"max_length": "256"}', "'max_length'"),
+        ('{"max_length": 12.5}', "'max_length'"),
+        ('{"prefix": 5}', "'prefix'"),
+        ('{"weights_sha256": ["model.safetensors"]}', "'weights_sha256'"),
+    ],
+)
+def test_an_nlsim_json_written_by_hand_with_a_value_of_the_wrong_kind_is_refused_by_name(
+    settings: str, named: str, tmp_path: Path, l3_root: Path
+) -> None:
+    """A Hugging Face folder takes its prefix and max length from an nlsim.json the user writes beside its
+    files (docs/encoders.md); one holding the max length in quotes ("256"), a prefix that is not text or
+    a list where an object goes stopped the load, or the first encode, in a TypeError or AttributeError
+    traceback from deep in nlsim. Each is a ConfigError naming the file and the key."""
+    import shutil
+
+    dst = tmp_path / "hand-set"
+    shutil.copytree(l3_root / "paraphrase-MiniLM-L3-v2", dst)
+    (dst / "manifest.json").unlink()  # a plain Hugging Face folder, with an nlsim.json of the user's
+    (dst / "nlsim.json").write_text(settings, encoding="utf-8")
+    with pytest.raises(ConfigError, match="nlsim.json") as caught:
+        load_encoder(dst).encode(["Floods in the north"], progress=False)
+    assert named in str(caught.value)
+    (dst / "nlsim.json").write_text('{"prefix": "query: ", "max_length": 64}', encoding="utf-8")
+    enc = load_encoder(dst)
+    assert (enc.prefix, enc.max_length) == ("query: ", 64)
+
+
 @pytest.mark.slow
 def test_int8_option(l3_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
