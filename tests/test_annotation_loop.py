@@ -110,6 +110,22 @@ def test_a_merged_file_that_does_not_read_back_whole_is_not_put_in_place(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["filled.csv", "pairs.tsv"]  # no temporary left
 
 
+def test_a_damaged_pair_file_is_warned_of_by_its_own_name_not_the_temporary_file_read_back(
+    pairs: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A pair file whose texts hold U+FFFD was merged into with a warning naming
+    ``.pairs.tsv.x1y2.tmp.tsv``, the temporary file the merge reads back, gone by the time the warning is
+    read. The warning names the pair file, with its row and field."""
+    damaged = ROWS[1].replace("開幕", "開\ufffd")
+    pairs.write_text("\n".join([HEADER, ROWS[0], damaged]) + "\n", encoding="utf-8")
+    with caplog.at_level("WARNING", logger="nlsim"):
+        merge_annotations(one_pair(tmp_path), pairs, log=quiet)
+    assert len(load_pairs(pairs)) == 3
+    assert ".tmp" not in caplog.text
+    assert f"{pairs}: 1 row(s) hold U+FFFD" in caplog.text
+    assert "row 2 (text_b)" in caplog.text
+
+
 # --- 2. two merges at once -------------------------------------------------------------------------
 
 

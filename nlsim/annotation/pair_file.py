@@ -338,7 +338,7 @@ def write_checked(target: Path, merged: pd.DataFrame, write: Callable[[Path], No
         write(tmp)
         os.chmod(tmp, mode)
         try:
-            back = load_pairs(tmp)
+            back = load_pairs(tmp, shown_as=target)  # its warnings name the pair file, not the copy
         except InputError as exc:
             where = f"row {exc.row}: " if exc.row else ""
             raise InputError(

@@ -357,6 +357,7 @@ def load_pairs(
     *,
     repeats: Literal["keep", "once"] = "keep",
     conversion: str | None = None,
+    shown_as: str | Path | None = None,
 ) -> pd.DataFrame:
     """Load and validate a pair file (one pair twice in a split with two scores refused too); ``split``
     keeps only that split (error if it has no rows). An unknown ``split`` is the asker's mistake (a
@@ -370,24 +371,28 @@ def load_pairs(
     each pair counts once, in every figure alike. ``"keep"`` (the default) gives every row, as the file
     holds it (a merge writes the file back; the verdict store is checked against its rows). With
     ``repeats="once"``, ``conversion`` (``tw2sp``): a row repeating an earlier row's pair as the model reads
-    them, converted to one script, is left out too, and said so (the first row kept: :func:`count_once`)."""
+    them, converted to one script, is left out too, and said so (the first row kept: :func:`count_once`).
+
+    ``shown_as``: the name the file's refusals and warnings give it (a merge reads back the temporary copy
+    it wrote of the pair file by the pair file's name); left out, ``path``."""
     if split is not None and split not in SPLITS:
         raise ConfigError(f"--split {split!r}: unknown split (a pair file's splits are {', '.join(SPLITS)})")
     table = read_pair_table(path)
-    check_pair_columns(table, path)
-    frame = validate_pairs(table, path, repeated_scores="refuse", misread="refuse")
+    name = path if shown_as is None else shown_as
+    check_pair_columns(table, name)
+    frame = validate_pairs(table, name, repeated_scores="refuse", misread="refuse")
     check_pinned(path)
-    warn_damaged(frame, path)
+    warn_damaged(frame, name)
     if split is not None:
         kept = frame[frame["split"] == split]
         if kept.empty:
-            raise InputError(path, None, "split", f"no pairs in split {split!r}{split_counts(frame)}")
-        warn_unsplit(frame, split, path)
+            raise InputError(name, None, "split", f"no pairs in split {split!r}{split_counts(frame)}")
+        warn_unsplit(frame, split, name)
         frame = kept
     if repeats == "once":
-        frame = count_once(frame, path)
+        frame = count_once(frame, name)
         if conversion is not None and conversion != "none":  # one pair in two scripts: one to the model
-            frame = count_once(frame, path, conversion=conversion)
+            frame = count_once(frame, name, conversion=conversion)
     return frame.reset_index(drop=True)
 
 
