@@ -54,6 +54,8 @@ from nlsim.progress import counted, one_run, warn
 from nlsim.report import near_misses
 from nlsim.report.files import daily_report_dir
 from nlsim.report.record import (
+    JOINED,
+    ClusterChange,
     ClusterChanges,
     EditorsRecord,
     ModelInfo,
@@ -471,11 +473,21 @@ def _say_editors(log: RunLog, e: EditorsRecord) -> None:
             if e.annotators_overruled
             else ""
         )
-        + (
-            f"; the verdicts changed {len({c for ch in e.cluster_changes for c in ch.clusters})} cluster(s)"
-            if e.cluster_changes
-            else ""
-        )
+        + _said_changes(e.cluster_changes)
+    )
+
+
+def _said_changes(changes: list[ClusterChange]) -> str:
+    """The verdicts that changed the clusters, joined and split apart, and the clusters that hold their
+    items now (none when a split left both items alone: the verdict still changed the clusters)."""
+    if not changes:
+        return ""
+    joined = sum(change.change == JOINED for change in changes)
+    holding = len({c for change in changes for c in change.clusters})
+    return (
+        f"; {counted(len(changes), 'verdict', 'verdicts')} changed the clusters ({joined} joined, "
+        f"{len(changes) - joined} split apart), {counted(holding, 'cluster', 'clusters')} now holding "
+        "their items"
     )
 
 

@@ -1,6 +1,7 @@
 """End-to-end behaviour of the dedup pipeline on the bundled corpora."""
 
 import contextlib
+import dataclasses
 import itertools
 from pathlib import Path
 from typing import Any
@@ -594,3 +595,22 @@ def test_a_dated_quarantine_file_is_the_day_the_run_started_even_past_midnight(
     )
     run_module.run_dedup(config)
     assert written == [str(tmp_path / "bad" / "2026-11-22.csv")]
+
+
+def test_a_verdict_that_splits_a_pair_into_two_single_items_is_said_to_change_the_clusters() -> None:
+    """An editor's "not the same story" on the two items of a two-item cluster left both alone, and the run
+    said "the verdicts changed 0 cluster(s)", as though the verdict had done nothing: the count was of the
+    clusters its items are in after the cut, none. The line counts the verdicts that changed the clusters,
+    joined and split apart, beside the clusters that hold their items now."""
+    from nlsim.dedup.run import _say_editors
+    from nlsim.report.record import ClusterChange, EditorsRecord, RunLog
+
+    log = RunLog()
+    split = ClusterChange(id_a="n1", id_b="n2", score=0.0, change="split", clusters=[])
+    record = EditorsRecord(source="p.tsv.verdicts.csv", verdicts=1, acting=1, cannot_link=1, links_cut=1)
+    _say_editors(log, dataclasses.replace(record, cluster_changes=[split]))
+    (line,) = log.messages
+    assert "changed 0 cluster" not in line
+    assert (
+        "1 verdict changed the clusters (0 joined, 1 split apart), 0 clusters now holding their items" in line
+    )
