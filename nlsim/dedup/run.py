@@ -375,6 +375,8 @@ def _analyse(
     embed, ``cluster`` is :func:`~nlsim.dedup.stages.cluster` or its daily form, ``scope`` what is judged."""
     # read before the expensive stages: a bad file is refused first (a replayed run does not read them)
     scored = stages.judge_pairs(settings.report) if settings.report.judge_pairs else None
+    if scored is not None:  # a batch run's pairs of another corpus: refused now, not after the search
+        stages.check_judge_pairs(settings.report, scope, window.items, scored)
     editors = stages.editors(settings.clustering, window)
     search = _search(step, settings, model, window, plan, editors)
     clustering = step(

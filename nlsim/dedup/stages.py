@@ -55,7 +55,7 @@ from nlsim.dedup.window import Window, batch_window, incremental_window, undated
 from nlsim.encoders.cache import EmbeddingCache, check_finite
 from nlsim.encoders.encoder import long_texts_said
 from nlsim.errors import InputError
-from nlsim.evaluation.judge import Judgement, describe, judge_items, scored_pairs
+from nlsim.evaluation.judge import Judgement, belongs_to_corpus, describe, judge_items, scored_pairs
 from nlsim.faults import fault_point
 from nlsim.io import columns
 from nlsim.io.cells import SHOWN_TEXT_VERSION
@@ -1238,12 +1238,31 @@ class JudgeScope:
         return cls(True, corpus, daily_report_dir(settings.report.out, run_id))
 
 
+def judged_items(items: pd.DataFrame) -> pd.DataFrame:
+    """A run's items as the judgement matches the scored pairs to them: ``id``, ``title`` and the text
+    embedded (``text``)."""
+    return items.assign(text=items["raw_text"])[["id", "title", "text"]]
+
+
+def check_judge_pairs(
+    report: ReportSettings, scope: JudgeScope, items: pd.DataFrame, scored: pd.DataFrame
+) -> None:
+    """Refuse a batch run's ``scored`` pairs none of which belongs to its corpus (``items``) as the judge
+    stage would, once the corpus is loaded and before the expensive stages; a daily run's window may hold
+    none of them (judged on 0 pairs, with a warning), so it is not checked."""
+    if scope.window:
+        return
+    belongs_to_corpus(
+        scored, judged_items(items), pairs=report.judge_pairs, split=report.judge_split, corpus=scope.corpus
+    )
+
+
 def judge(
     report: ReportSettings, scope: JudgeScope, clustering: Clustering, scored: pd.DataFrame
 ) -> Judgement:
     """The report's clusters judged against the editors' ``scored`` pairs (:func:`judge_pairs`) that belong
     to its items (:func:`nlsim.evaluation.judge.judge_items`), within ``scope`` (:class:`JudgeScope`)."""
-    items = clustering.items.assign(text=clustering.items["raw_text"])[["id", "title", "text"]]
+    items = judged_items(clustering.items)
     judged = judge_items(
         clustering.window_clusters,
         clustering.pairs_all if scope.window else clustering.report_pairs,

@@ -614,26 +614,8 @@ def judge_items(
     holds another text than the one scored)."""
     split = None if split == "all" else split
     match = match_corpus(scored, items, [int(i) + 1 for i in scored.index])
-    name = split_pairs(split)
-    if match.judged.empty and none_in_items == "refuse":
-        if match.first_mismatch is not None:
-            row, field, item, held, text = match.first_mismatch
-            raise InputError(
-                pairs,
-                row,
-                field,
-                f"none of the {match.scored} scored {name} belongs to the report's corpus {corpus}: "
-                f"{match.mismatched} name items whose text there is another one (e.g. {item!r} is "
-                f"{held[:60]!r} there, {text[:60]!r} here), {match.not_in_corpus} name items it does not "
-                "hold",
-            )
-        raise InputError(
-            pairs,
-            None,
-            "id_a",
-            f"none of the {match.scored} scored {name} names two items of the report's corpus {corpus}: "
-            "their ids are not in the report's corpus" + _zeros_lost(scored, items),
-        )
+    if none_in_items == "refuse":
+        _refuse_none_belong(match, scored, items, pairs=pairs, split=split, corpus=corpus)
     figures = judge_tables(clusters, reported, match.judged, topics=topics)
     pairs_only = PairFigures(**figures.pop("pairs_only"))
     judged = Judgement(
@@ -829,3 +811,47 @@ def describe(j: Judgement) -> str:
                 "counted once"
             )
     return text
+
+
+def belongs_to_corpus(
+    scored: pd.DataFrame, items: pd.DataFrame, *, pairs: str | Path, split: str | None, corpus: str
+) -> None:
+    """Refuse (:class:`InputError`, as :func:`judge_items` does) ``scored`` pairs none of which belongs to
+    the report's ``items`` (``id``, ``title``, ``text``): a batch run checks it once its corpus is loaded,
+    before the expensive stages, rather than at its judge stage."""
+    split = None if split == "all" else split
+    match = match_corpus(scored, items, [int(i) + 1 for i in scored.index])
+    _refuse_none_belong(match, scored, items, pairs=pairs, split=split, corpus=corpus)
+
+
+def _refuse_none_belong(
+    match: PairMatch,
+    scored: pd.DataFrame,
+    items: pd.DataFrame,
+    *,
+    pairs: str | Path,
+    split: str | None,
+    corpus: str,
+) -> None:
+    """The refusal of scored pairs none of which belongs to the report's corpus (none when one does)."""
+    if not match.judged.empty:
+        return
+    name = split_pairs(split)
+    if match.first_mismatch is not None:
+        row, field, item, held, text = match.first_mismatch
+        raise InputError(
+            pairs,
+            row,
+            field,
+            f"none of the {match.scored} scored {name} belongs to the report's corpus {corpus}: "
+            f"{match.mismatched} name items whose text there is another one (e.g. {item!r} is "
+            f"{held[:60]!r} there, {text[:60]!r} here), {match.not_in_corpus} name items it does not "
+            "hold",
+        )
+    raise InputError(
+        pairs,
+        None,
+        "id_a",
+        f"none of the {match.scored} scored {name} names two items of the report's corpus {corpus}: "
+        "their ids are not in the report's corpus" + _zeros_lost(scored, items),
+    )

@@ -541,6 +541,35 @@ def test_a_bad_judge_pairs_file_is_refused_before_any_embedding(tmp_path: Path) 
     assert Counting.calls == 0 and not (tmp_path / "out" / "pairs.parquet").exists()
 
 
+def test_judge_pairs_of_another_corpus_are_refused_in_a_batch_run_before_any_embedding(
+    tmp_path: Path,
+) -> None:
+    """A batch run given the scored pairs of another corpus (``nlsim pipeline --corpus`` of a newsroom's own
+    items with the bundled annotations) embedded, searched and clustered the whole corpus, then refused the
+    pairs at the judge stage. The pairs are matched to the corpus as soon as it is loaded, so the same
+    refusal comes before any embedding, as a bad ``--judge-pairs`` file's does."""
+
+    class Counting(HashEncoder):
+        calls = 0
+
+        def encode(self, texts: list[str], *args: object, **kw: object) -> np.ndarray:
+            Counting.calls += 1
+            return super().encode(texts)
+
+    corpus = story_corpus()
+    corpus.to_parquet(tmp_path / "all.parquet", index=False)
+    pairs = _scored_day_one(tmp_path, corpus)
+    scored = pd.read_csv(pairs, sep="\t")
+    scored.assign(id_a="x-" + scored["id_a"], id_b="x-" + scored["id_b"]).to_csv(pairs, sep="\t", index=False)
+    config = _config(tmp_path / "all.parquet", tmp_path / "out", judge_pairs=str(pairs))
+    with pytest.raises(InputError, match="none of the 4 scored validation pairs names two items of the"):
+        run_dedup(config, encoder=Counting())
+    corrected = _scored_day_one(tmp_path, corpus.assign(title=corpus["title"] + " (corrected)"))
+    with pytest.raises(InputError, match="pairs.tsv: row 1, field 'text_a': none of the 4 scored"):
+        run_dedup(config.with_(judge_pairs=str(corrected)), encoder=Counting())
+    assert Counting.calls == 0 and not (tmp_path / "out" / "pairs.parquet").exists()
+
+
 def test_scored_texts_the_window_no_longer_holds_are_counted_not_fatal(tmp_path: Path) -> None:
     """A corrected headline gives the item another text than the one the editors scored: a daily run
     counts such pairs and goes on; a batch run refuses pairs none of which matches its corpus."""
