@@ -51,7 +51,11 @@ def _draw_parser(sub: Any) -> None:
         ),
         formatter_class=Formatter,
     )
-    d.add_argument("--corpus", required=True, help="items with an id and a text column (.tsv/.csv/.parquet)")
+    d.add_argument(
+        "--corpus",
+        required=True,
+        help="items with an id and a text column (.parquet, .csv, .tsv, .jsonl or a .json array of objects)",
+    )
     d.add_argument(
         "--pairs",
         default=None,

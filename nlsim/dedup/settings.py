@@ -143,8 +143,8 @@ class InputSettings:
     """The corpus a run reads, and the day and time zone it is read in."""
 
     corpus: str = option(
-        help="corpus file: .parquet, .csv, .tsv or .jsonl (a text one may be compressed: .csv.gz, .bz2, "
-        ".xz); {date} in the path is replaced by the run's date"
+        help="corpus file: .parquet, .csv, .tsv, .jsonl or a .json array of objects (a text one may be "
+        "compressed: .csv.gz, .bz2, .xz); {date} in the path is replaced by the run's date"
     )
     """The corpus path as given: ``{date}`` in it is the run's date (:attr:`corpus_path`)."""
     text_fields: tuple[str, ...] = option(

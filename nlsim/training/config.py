@@ -401,8 +401,9 @@ class SilverSettings:
 
     corpus: str | None = option(
         None,
-        help="corpus (.tsv/.csv/.parquet with id and a text column) to draw silver pairs from; texts of "
-        "validation/test pairs are left out (default: none, the gold pairs only)",
+        help="corpus (.parquet, .csv, .tsv, .jsonl or a .json array of objects, with id and a text column) "
+        "to draw silver pairs from; texts of validation/test pairs are left out (default: none, the gold "
+        "pairs only)",
         name="silver_corpus",
     )
     text_field: str | None = option(

@@ -648,3 +648,22 @@ def test_log_level_is_read_in_any_case(where: str) -> None:
     assert build_parser().parse_args(["--log-level", "Warning", *args]).log_level == "WARNING"
     with pytest.raises(SystemExit):
         build_parser().parse_args(["--log-level", "verbose", *args])
+
+
+@pytest.mark.parametrize("command", [["dedup"], ["embed"], ["annotate", "draw"], ["finetune"]])
+def test_a_corpus_options_help_names_every_format_the_corpus_is_read_in(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``nlsim dedup --help`` said of --corpus ".parquet, .csv, .tsv or .jsonl", and ``nlsim annotate draw
+    --help`` "(.tsv/.csv/.parquet)", where both read a JSONL file and a .json array of objects too (the
+    README points to ``nlsim dedup --help`` for the list); each corpus option's help line names them."""
+    from nlsim.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([*command, "--help"])
+    option = "--silver-corpus" if command == ["finetune"] else "--corpus"
+    lines = capsys.readouterr().out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith(f"{option} "))
+    end = next(i for i in range(start + 1, len(lines)) if not lines[i].startswith(" " * 6))
+    said = " ".join(" ".join(lines[start:end]).split())
+    assert ".jsonl" in said and ".json array" in said, said
