@@ -184,6 +184,13 @@ def run_promote(args: argparse.Namespace) -> int:
     return 0
 
 
+ONLY_PROMOTED = (
+    "is the only version ever promoted; nothing to roll back to (nlsim models promote VERSION makes another "
+    "one current)"
+)
+"""Why a rollback is refused when the current version is the only one ever promoted (after its name)."""
+
+
 def run_rollback(args: argparse.Namespace) -> int:
     check_reason(args.reason)
     store = store_of(args)
@@ -196,10 +203,7 @@ def run_rollback(args: argparse.Namespace) -> int:
             raise ConfigError(f"model store {store.root} has no current model: nothing to roll back")
         target = store.previous()
         if target is None:
-            raise ConfigError(
-                f"model store {store.root}: {current.name} is the only version ever promoted; nothing to "
-                "roll back to (nlsim models promote VERSION makes another one current)"
-            )
+            raise ConfigError(f"model store {store.root}: {current.name} {ONLY_PROMOTED}")
         if target not in {v.name for v in store.versions()}:
             raise StateError(
                 f"model store {store.root}: cannot roll back to {target}, the version promoted before "
@@ -397,7 +401,7 @@ def run_list(args: argparse.Namespace) -> int:
             f"{r['conversion'] or '':<7} {r['scorer'] or '':<9} {_cell(r['spearman'], 2):>8} "
             f"{_cell(r['f1'], 3):>6} {_cell(r['cv_f1'], 3):>6}  {r['promoted']}{_unusable(r)}"
         )
-    if refused is not None:
+    if refused is not None and current is not None:  # a store with no current model says so in line 1
         print(f"nlsim models rollback would be refused: {refused}")
     elif target is not None:
         print(f"nlsim models rollback would make {target} current again")
@@ -414,12 +418,15 @@ def rollback_outlook(
 ) -> tuple[str | None, str | None]:
     """What ``nlsim models rollback`` would do, for the list's last line and its ``--json``: the version it
     would make current (``rollback_to``), or, when it would refuse, why (``rollback_refused``: the version
-    promoted before ``current`` is gone, not registered, or not usable); ``(None, None)``: none to roll back
-    to."""
+    promoted before ``current`` is gone, not registered, or not usable; or there is none: no current model,
+    or the current one is the only version ever promoted), in the words ``nlsim models rollback`` refuses
+    with."""
     previous = store.previous()
     found = {r["version"]: r for r in rows}
+    if current is None:
+        return None, "no current model: nothing to roll back"
     if previous is None:
-        return None, None
+        return None, f"{current} {ONLY_PROMOTED}"
     if previous not in found:  # gone, or its store.json removed
         return None, (
             f"{previous}, promoted before {current}, is no longer a registered version (nlsim models "

@@ -583,3 +583,24 @@ def test_a_folder_of_other_files_given_as_the_model_store_is_not_read_as_one_nev
     assert "nlsim pipeline" in message and "ever promoted" not in message
     assert sorted(p.name for p in (tmp_path / "docs").iterdir()) == ["notes.txt"]
     assert not (tmp_path / "r").exists()
+
+
+def test_the_list_says_why_a_rollback_would_be_refused_when_none_was_promoted_before(tmp_path: Path) -> None:
+    """``nlsim models list --json`` on a store whose only promotion is its current version (or that has no
+    current model) gave ``rollback_to`` null and ``rollback_refused`` null, where operations.md says a null
+    ``rollback_to`` comes with why in ``rollback_refused``: ``nlsim models rollback`` refuses both. Each
+    gives the reason the rollback is refused with, and the table's last line says it too."""
+    s = ModelStore(tmp_path / "models")
+    s.claim()
+    v1 = make_version(s, "a" * 8, 0.40)
+    data = json.loads(models(s, "list", "--json").stdout)
+    assert data["rollback_to"] is None
+    assert data["rollback_refused"] == "no current model: nothing to roll back", data
+    s.promote(v1, "v0001 beats zero-shot")
+    data = json.loads(models(s, "list", "--json").stdout)
+    assert data["rollback_to"] is None
+    refused = "v0001-aaaaaaaa is the only version ever promoted; nothing to roll back to"
+    assert data["rollback_refused"].startswith(refused), data
+    last = models(s, "list").stdout.strip().splitlines()[-1]
+    assert last.startswith(f"nlsim models rollback would be refused: {refused}"), last
+    assert refused in command.refused(models(s, "rollback", "--reason", "x"), 2, alone=True)
