@@ -364,6 +364,30 @@ def check_tokenizer_file(folder: Path) -> None:
         )
 
 
+def _from_pretrained(
+    src: Path, attn_implementation: str, kwargs: dict[str, Any]
+) -> tuple[Any, dict[str, Any]]:
+    """``AutoModel.from_pretrained`` of ``src`` with its loading info, in ``attn_implementation`` where the
+    model has it. transformers' own warnings are held back meanwhile: its load report lists a BERT
+    checkpoint's pooler, which nlsim leaves out on purpose (mean pooling), as unexpected, "not ok if you
+    expect identical arch", in colour codes before a command's first line; a weight the model lacks is
+    nlsim's own check (:func:`_load_from_folder`), and a weight of another shape still raises."""
+    from transformers import AutoModel  # deferred: ~5 s to import, only loading needs it
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        try:
+            return AutoModel.from_pretrained(
+                str(src), attn_implementation=attn_implementation, output_loading_info=True, **kwargs
+            )
+        except (ValueError, ImportError):
+            return AutoModel.from_pretrained(str(src), output_loading_info=True, **kwargs)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+
+
 def _load_from_folder(
     folder: Path,
     *,
@@ -380,8 +404,7 @@ def _load_from_folder(
     local_files_only: bool = True,
 ) -> Encoder:
     from safetensors import SafetensorError  # deferred: heavy or optional, loaded only when needed
-    from transformers import AutoModel  # deferred: ~5 s to import, only loading needs it
-    from transformers.utils import logging as hf_logging
+    from transformers.utils import logging as hf_logging  # deferred: ~5 s to import, only loading needs it
 
     hf_logging.disable_progress_bar()  # its bars flood logs with carriage returns; nlsim shows its own
 
@@ -397,12 +420,7 @@ def _load_from_folder(
         kwargs["add_pooling_layer"] = False  # mean pooling only; no unused randomly initialised pooler
     check_model_files(folder)
     try:
-        try:
-            model, info = AutoModel.from_pretrained(
-                str(src), attn_implementation=attn_implementation, output_loading_info=True, **kwargs
-            )
-        except (ValueError, ImportError):
-            model, info = AutoModel.from_pretrained(str(src), output_loading_info=True, **kwargs)
+        model, info = _from_pretrained(src, attn_implementation, kwargs)
     except (OSError, RuntimeError, ValueError, SafetensorError) as exc:  # a truncated or foreign file
         raise StateError(f"{src}: the model weights cannot be read ({type(exc).__name__}: {exc})") from None
     missing = [
