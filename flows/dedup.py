@@ -38,6 +38,7 @@ from nlsim.dedup.settings import has_date
 from nlsim.errors import NlsimError
 from nlsim.io import columns
 from nlsim.options import options_of
+from nlsim.progress import counted
 from nlsim.report.summary import render_markdown
 
 
@@ -147,8 +148,8 @@ def dedup_run(config: DedupConfig, call: Call = task_call, encoder: Any = None) 
     publish_artifacts(result)
     s = result.summary
     print(
-        f"report: {result.report_dir.resolve()} - {s['items']} items, {s['pairs']} pairs, {s['clusters']} "
-        "clusters"
+        f"report: {result.report_dir.resolve()} - {counted(s['items'], 'item', 'items')}, "
+        f"{counted(s['pairs'], 'pair', 'pairs')}, {counted(s['clusters'], 'cluster', 'clusters')}"
     )
     return {**s, "report": str(result.report_dir), "files": {k: str(v) for k, v in result.files.items()}}
 

@@ -38,6 +38,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from nlsim.chain.run import run_pipeline  # deferred: loads torch, `nlsim --help` stays fast
     from nlsim.evaluation.judge import Judgement, headline
+    from nlsim.progress import counted
 
     result = run_pipeline(config_from_args(PipelineConfig, args))
     if args.json:
@@ -50,8 +51,8 @@ def run(args: argparse.Namespace) -> int:
         s = result.report.summary
         print(f"report: {result.report.report_dir.resolve()}")
         print(
-            f"  {s['items']} items, {s['pairs']} pairs, {s['clusters']} clusters; model {s['model']}, "
-            f"threshold {s['threshold']}"
+            f"  {counted(s['items'], 'item', 'items')}, {counted(s['pairs'], 'pair', 'pairs')}, "
+            f"{counted(s['clusters'], 'cluster', 'clusters')}; model {s['model']}, threshold {s['threshold']}"
         )
         print("  " + headline(Judgement.of(rec["judge"])))
     return 0

@@ -667,3 +667,25 @@ def test_a_corpus_options_help_names_every_format_the_corpus_is_read_in(
     end = next(i for i in range(start + 1, len(lines)) if not lines[i].startswith(" " * 6))
     said = " ".join(" ".join(lines[start:end]).split())
     assert ".jsonl" in said and ".json array" in said, said
+
+
+def test_the_chains_last_lines_count_one_pair_and_one_cluster_in_the_singular(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``nlsim pipeline`` ended on a report of one pair in one cluster with "3 items, 1 pairs, 1 clusters",
+    where ``nlsim dedup`` says "1 pair, 1 cluster"; the chain's last lines count as the report's do."""
+    from types import SimpleNamespace
+
+    from nlsim.chain import run as chain_run
+    from nlsim.cli import main
+
+    summary = {"items": 3, "pairs": 1, "clusters": 1, "model": "m", "threshold": 0.9}
+    judge = {"pairs": "p.tsv", "split": "validation", "judged_pairs": 2, "same_story_pairs": 1}
+    judge |= {"precision": 1.0, "recall": 1.0, "f1": 1.0}
+    report = SimpleNamespace(summary=summary, report_dir=tmp_path)
+    record = {"decision": {"promoted": False, "reason": "kept"}, "judge": judge}
+    result = SimpleNamespace(record=record, table="| table |", report=report)
+    monkeypatch.setattr(chain_run, "run_pipeline", lambda config: result)
+    assert main(["pipeline", "--corpus", "c.csv", "--pairs", "p.tsv"]) == 0
+    out = capsys.readouterr().out
+    assert "  3 items, 1 pair, 1 cluster; model m, threshold 0.9" in out, out
