@@ -19,7 +19,7 @@ from prefect.artifacts import create_markdown_artifact
 from flows.orchestration import config_flow, fail, progress_artifacts, run_from_command_line, task_call
 from nlsim.chain.config import PipelineConfig
 from nlsim.chain.run import run_pipeline
-from nlsim.commands.options import add_config_options
+from nlsim.commands.pipeline import add_pipeline_options
 from nlsim.errors import NlsimError
 from nlsim.evaluation.judge import Judgement, describe
 
@@ -48,7 +48,7 @@ news_pipeline = config_flow(
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
-    add_config_options(parser, PipelineConfig)
+    add_pipeline_options(parser)
 
 
 def main(argv: list[str] | None = None) -> int:

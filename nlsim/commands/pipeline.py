@@ -30,9 +30,31 @@ def register(subparsers: Any) -> None:
         ),
         formatter_class=Formatter,
     )
-    add_config_options(p, PipelineConfig)
+    add_pipeline_options(p)
     p.add_argument("--json", action="store_true", help="print the chain's record as one JSON object")
     p.set_defaults(func=run)
+
+
+MODEL_IS_NOT_AN_OPTION = (
+    "--model is not an option of the chain, which trains its own model and reports with the model store's "
+    "promoted one (--model-store FOLDER); the model it trains from is --base-model NAME"
+)
+"""Why ``--model`` (``nlsim dedup``'s) is refused by the chain, where argparse would read it as the start of
+``--model-store`` (``nlsim pipeline --model current`` ran the chain on a new store named ``current``)."""
+
+
+class _NotAnOption(argparse.Action):
+    """An option refused by name, with :data:`MODEL_IS_NOT_AN_OPTION`, before any work (exit status 2)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        parser.error(MODEL_IS_NOT_AN_OPTION)
+
+
+def add_pipeline_options(parser: argparse.ArgumentParser) -> None:
+    """The chain's options (:class:`~nlsim.chain.config.PipelineConfig`'s) for ``nlsim pipeline`` and
+    ``python -m flows.pipeline``, and ``--model`` refused by name (:data:`MODEL_IS_NOT_AN_OPTION`)."""
+    add_config_options(parser, PipelineConfig)
+    parser.add_argument("--model", action=_NotAnOption, help=argparse.SUPPRESS)
 
 
 def run(args: argparse.Namespace) -> int:

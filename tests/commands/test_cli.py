@@ -111,6 +111,8 @@ def test_every_option_has_a_help_line_naming_its_default() -> None:
                 action, argparse._HelpAction | argparse._VersionAction
             ):
                 continue
+            if action.help == argparse.SUPPRESS:  # refused by name, listed nowhere (pipeline --model)
+                continue
             flag, text = f"{name} {action.option_strings[0]}", (action.help or "").strip()
             if not text:
                 silent.append(flag)
@@ -689,3 +691,30 @@ def test_the_chains_last_lines_count_one_pair_and_one_cluster_in_the_singular(
     assert main(["pipeline", "--corpus", "c.csv", "--pairs", "p.tsv"]) == 0
     out = capsys.readouterr().out
     assert "  3 items, 1 pair, 1 cluster; model m, threshold 0.9" in out, out
+
+
+def test_the_chain_refuses_model_by_name_not_as_the_start_of_model_store(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``nlsim pipeline --model current`` (``--model`` as ``nlsim dedup`` takes it) ran the chain on a new
+    model store named ``current``: argparse read ``--model`` as the start of ``--model-store``, the only
+    option it begins. The chain refuses it by name, saying which options it takes, before any work; so does
+    ``python -m flows.pipeline``. ``--model-store`` and its start still read as before."""
+    from flows import orchestration, pipeline
+    from nlsim.cli import build_parser
+
+    with pytest.raises(SystemExit) as stop:
+        build_parser().parse_args(["pipeline", "--model", "current"])
+    assert stop.value.code == 2
+    said = capsys.readouterr().err
+    assert "--model is not an option of the chain" in said and "--base-model" in said
+    assert build_parser().parse_args(["pipeline", "--model-s", "m"]).model_store == "m"
+
+    def ran(*_: object) -> None:
+        raise AssertionError("the options were read and the flow was about to run")
+
+    monkeypatch.setattr(orchestration, "config_from_args", ran)
+    with pytest.raises(SystemExit) as stop:
+        pipeline.main(["--model", "current"])
+    assert stop.value.code == 2
+    assert "--model is not an option of the chain" in capsys.readouterr().err
