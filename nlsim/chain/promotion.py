@@ -1,12 +1,13 @@
 """Models earn their place: score each model on the validation split, promote only a better one.
 
-A model is scored by what its report would use: the rerank score when it carries a reranker, else the
-cosine; its **threshold** is its own calibrated one (the reranker's, else ``calibration.json``; the zero-shot
-model uses the store's zero-shot calibration). On the validation pairs of the *current* annotations it gets
-a Spearman, the same-story precision, recall and F1 of ``score >= threshold``, and the **cross-validated
-same-story F1** (``cv_f1``): the validation pairs cut into folds, a threshold chosen on four fifths and the
-pairs of the fifth scored with it, pooled over folds and repeats
-(:func:`nlsim.evaluation.calibration.cross_validated_cut`), with a 95% bootstrap interval of the F1.
+A model is scored by what its report would use: the rerank score when it carries a reranker (and the
+report is not made with ``--no-rerank``), else the cosine; its **threshold** is its own calibrated one
+(the reranker's, else ``calibration.json``; the zero-shot model uses the store's zero-shot calibration).
+On the validation pairs of the *current* annotations it gets a Spearman, the same-story precision, recall
+and F1 of ``score >= threshold``, and the **cross-validated same-story F1** (``cv_f1``): the validation
+pairs cut into folds, a threshold chosen on four fifths and the pairs of the fifth scored with it, pooled
+over folds and repeats (:func:`nlsim.evaluation.calibration.cross_validated_cut`), with a 95% bootstrap
+interval of the F1.
 
 The gate: a candidate becomes the current model when it is at least as good as the current one on both
 Spearman and the cross-validated same-story F1, and better on one of them; with no current model, the
@@ -59,11 +60,13 @@ def score_model(
     level: float,
     *,
     zero_shot_calibration: Any = None,
+    rerank: bool = True,
 ) -> dict[str, Any]:
-    """A model's Spearman and same-story P/R/F1 at its own threshold on ``validation`` (see the module "
-    "doc)."""
+    """A model's Spearman and same-story P/R/F1 at its own threshold on ``validation`` (see the module
+    doc); ``rerank`` false: its bi-encoder's cosine at its ``calibration.json`` threshold, as a report made
+    with ``--no-rerank`` uses it, whether it carries a reranker or not."""
     encoder = load_encoder(str(model))
-    reranker = load_reranker(getattr(encoder, "path", None))
+    reranker = load_reranker(getattr(encoder, "path", None)) if rerank else None
     if reranker is not None and reranker.calibration is not None:
         scorer, threshold, kind = (
             reranker.scorer(encoder),

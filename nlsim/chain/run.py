@@ -266,17 +266,33 @@ def baseline_stage(cfg: PipelineConfig, store: ModelStore, base: Any, pairs: pd.
 def evaluate_stage(
     cfg: PipelineConfig, store: ModelStore, version: Path, validation: pd.DataFrame, zero_shot: Any
 ) -> dict[str, Any]:
-    """A version's validation figures (cached in its ``store.json`` by the validation pairs' digest)."""
+    """A version's validation figures (cached in its ``store.json`` by the validation pairs' digest:
+    :func:`figures_key`), as the chain's report would score with it (``--no-rerank``: its bi-encoder
+    alone)."""
     info = store.info(version) or {}
-    digest = split_digest(validation)
     cache = info.get("validation") or {}
-    key = f"{digest}:{cfg.convert}:{cfg.level}"
+    key = figures_key(cfg, validation)
     if key in cache:
         return cache[key]
-    metrics = score_model(version, validation, cfg.convert, cfg.level, zero_shot_calibration=zero_shot)
+    metrics = score_model(
+        version,
+        validation,
+        cfg.convert,
+        cfg.level,
+        zero_shot_calibration=zero_shot,
+        rerank=cfg.model.rerank is not False,
+    )
     info["validation"] = {**cache, key: metrics}
     store.write_info(version, info)
     return metrics
+
+
+def figures_key(cfg: PipelineConfig, validation: pd.DataFrame) -> str:
+    """The key of a version's validation figures in its ``store.json``: the validation pairs' digest, the
+    conversion and the level, and ``cosine`` where the report is made with ``--no-rerank`` (the bi-encoder's
+    figures, kept apart from those of the rerank score the report uses otherwise)."""
+    key = f"{split_digest(validation)}:{cfg.convert}:{cfg.level}"
+    return f"{key}:cosine" if cfg.model.rerank is False else key
 
 
 def seed_figures(
@@ -285,14 +301,17 @@ def seed_figures(
     """Keep a version's validation figures (:func:`evaluate_stage`'s cache) from the scores its training
     gave the same validation pairs (:class:`nlsim.training.validation.ScoredValidation`: the model's own
     scorer and threshold, as :func:`nlsim.chain.promotion.score_model` would use), instead of loading the
-    model and scoring them again. Only when they cover every validation pair at the report's level;
-    returns whether it did."""
+    model and scoring them again. Only when they cover every validation pair at the report's level, with
+    the scorer the report uses (not the rerank score for a report made with ``--no-rerank``); returns
+    whether it did."""
     ids = validation["pair_id"].astype(str)
     if own.level != cfg.level or not ids.isin(own.scores.keys()).all():
         return False
+    if cfg.model.rerank is False and own.scorer != "cosine":  # the report scores with the bi-encoder alone
+        return False
     scores = np.array([own.scores[i] for i in ids], dtype=np.float64)
     info = store.info(version) or {}
-    key = f"{split_digest(validation)}:{cfg.convert}:{cfg.level}"
+    key = figures_key(cfg, validation)
     metrics = figures(version, own.scorer, scores, validation, own.threshold, cfg.level)
     info["validation"] = {**(info.get("validation") or {}), key: metrics}
     store.write_info(version, info)
@@ -530,12 +549,14 @@ def before_after_table(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _test_spearman(version: Path) -> float | None:
+def _test_spearman(version: Path, rerank: bool = True) -> float | None:
+    """The test Spearman recorded when ``version`` was trained: its rerank score's, else (or where the
+    report is made with ``--no-rerank``, ``rerank`` false) its bi-encoder's."""
     try:
         metrics = json.loads((version / "training.json").read_text(encoding="utf-8"))["metrics"]
     except (OSError, ValueError, KeyError):
         return None
-    for key in ("reranked/test", "after/test"):
+    for key in ("reranked/test", "after/test") if rerank else ("after/test",):
         if key in metrics:
             return metrics[key]["spearman"]
     return None
@@ -585,9 +606,9 @@ def incumbent_work(cfg: PipelineConfig, store: ModelStore, validation: pd.DataFr
     if current is None:
         return None
     kept = (store.info(current) or {}).get("validation") or {}
-    if f"{split_digest(validation)}:{cfg.convert}:{cfg.level}" in kept:
+    if figures_key(cfg, validation) in kept:
         return None
-    return has_reranker(current)
+    return has_reranker(current) and cfg.model.rerank is not False
 
 
 def chain_work(
@@ -1094,13 +1115,15 @@ def evaluate_both(
     cfg: PipelineConfig, store: ModelStore, version: Path, validation: pd.DataFrame, baseline: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any], str]:
     """The candidate's figures and the incumbent's (the current model, or the zero-shot baseline when none
-    was promoted or the candidate is current), and the incumbent's name."""
+    was promoted or the candidate is current), each scored as the chain's report uses it (with
+    ``--no-rerank``, its bi-encoder alone), and the incumbent's name."""
     zero_shot = load_calibration(store.zero_shot_dir())
     candidate = evaluate_stage(cfg, store, version, validation, zero_shot)
-    candidate = {**candidate, "test_spearman": _test_spearman(version)}
+    rerank = cfg.model.rerank is not False
+    candidate = {**candidate, "test_spearman": _test_spearman(version, rerank)}
     current = store.current()
     if current is None or current == version:
         return candidate, baseline, f"zero-shot {cfg.base_model}"
     incumbent = evaluate_stage(cfg, store, current, validation, zero_shot)
-    incumbent = {**incumbent, "test_spearman": _test_spearman(current)}
+    incumbent = {**incumbent, "test_spearman": _test_spearman(current, rerank)}
     return candidate, incumbent, f"the current model {current.name}"

@@ -1024,3 +1024,26 @@ def test_the_chain_record_names_the_verdict_store_it_read(tmp_path: Path) -> Non
     assert chain_run.chain_page({**rec, "verdict_store": {"path": str(store), "sha256": None}}, "", "").count(
         f"editors' verdicts: none ({store} does not exist)"
     )
+
+
+@pytest.mark.slow
+def test_a_report_made_without_its_reranker_gates_the_model_on_its_bi_encoder(tmp_path: Path) -> None:
+    """``--no-rerank`` makes the report with the bi-encoder alone: the gate scored the candidate and the
+    current model by their rerank scores all the same (kept from training, or in ``store.json``), so a
+    model whose reranker beat the current one's was promoted for a report that never uses it. The gate
+    now scores each as the report uses it, and keeps the two kinds of figures apart."""
+    from nlsim.chain.promotion import score_model
+    from nlsim.io.pairs import load_pairs
+
+    pairs, corpus = make_data(tmp_path, train=16, validation=24, test=8)
+    cosine = run_pipeline(config(tmp_path, pairs, corpus, rerank=False, first_report=False)).record
+    version = Path(cosine["candidate"]["path"])
+    assert cosine["trained"] and (version / "reranker").is_dir()
+    figures = cosine["candidate"]["validation"]
+    assert figures["scorer"] == "cosine"
+    validation = load_pairs(pairs).query("split == 'validation'")
+    alone = score_model(version, validation, "none", 0.8, rerank=False)
+    assert figures["spearman"] == pytest.approx(alone["spearman"])
+    assert figures["threshold"] == pytest.approx(alone["threshold"])
+    reranked = run_pipeline(config(tmp_path, pairs, corpus, report=False)).record
+    assert not reranked["trained"] and reranked["candidate"]["validation"]["scorer"] == "reranker"
