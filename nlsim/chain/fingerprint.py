@@ -84,15 +84,35 @@ def training_fingerprint(
     return hashlib.sha256(blob.encode()).hexdigest(), parts
 
 
-def _named_apart(parts: dict[str, Any]) -> dict[str, Any]:
+GPU_ONLY = ("gpu_batch_size",)
+"""Training settings (by flat name) that only a training on a GPU uses: on a CPU the same model is trained
+whatever they say (:meth:`~nlsim.training.config.FinetuneConfig.for_device`)."""
+
+
+def unused_on(device: Any) -> tuple[str, ...]:
+    """The training settings that change nothing of a model trained on ``device`` (:data:`GPU_ONLY` on a
+    CPU): a version trained with other values of them is the same model there. They stay in the
+    fingerprint, which is every version's name and must not change under the versions already trained.
+
+    Example:
+        >>> unused_on("cpu"), unused_on("cuda:0")
+        (('gpu_batch_size',), ())
+    """
+    kind = getattr(device, "type", str(device).split(":")[0])
+    return GPU_ONLY if kind == "cpu" else ()
+
+
+def _named_apart(parts: dict[str, Any], unused: tuple[str, ...] = ()) -> dict[str, Any]:
     """The training settings less the base model's name (``model``): the same weights named otherwise (a
-    short name, the full hub name, a folder) are the same base model, which its fingerprint decides."""
-    return {k: v for k, v in (parts.get("training") or {}).items() if k != "model"}
+    short name, the full hub name, a folder) are the same base model, which its fingerprint decides; and
+    less the ``unused`` settings (:func:`unused_on`)."""
+    return {k: v for k, v in (parts.get("training") or {}).items() if k != "model" and k not in unused}
 
 
-def same_training(old: dict[str, Any], new: dict[str, Any]) -> bool:
+def same_training(old: dict[str, Any], new: dict[str, Any], unused: tuple[str, ...] = ()) -> bool:
     """Whether two fingerprints' parts train the same model: the same annotations, the same base model (by
-    its fingerprint, whatever its name) and the same settings.
+    its fingerprint, whatever its name) and the same settings, but for those the machine training it does
+    not use (``unused``: :func:`unused_on`).
 
     Example:
         >>> old = {"annotations": "a", "base_model": "b", "training": {"model": "m", "epochs": 2}}
@@ -100,22 +120,27 @@ def same_training(old: dict[str, Any], new: dict[str, Any]) -> bool:
         True
         >>> same_training(old, {**old, "training": {"model": "m", "epochs": 3}})
         False
+        >>> a = {**old, "training": {"model": "m", "epochs": 2, "gpu_batch_size": 32}}
+        >>> b = {**old, "training": {"model": "m", "epochs": 2, "gpu_batch_size": 64}}
+        >>> same_training(a, b), same_training(a, b, unused_on("cpu"))
+        (False, True)
     """
     return (
         old.get("annotations") == new.get("annotations")
         and old.get("base_model") == new.get("base_model")
-        and _named_apart(old) == _named_apart(new)
+        and _named_apart(old, unused) == _named_apart(new, unused)
     )
 
 
-def what_changed(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """Which parts differ between two fingerprints' parts (for the run's message)."""
+def what_changed(old: dict[str, Any], new: dict[str, Any], unused: tuple[str, ...] = ()) -> list[str]:
+    """Which parts differ between two fingerprints' parts (for the run's message), but for the settings the
+    machine training does not use (``unused``: :func:`unused_on`)."""
     out = []
     if old.get("annotations") != new.get("annotations"):
         out.append("the annotated pairs changed")
     if old.get("base_model") != new.get("base_model"):
         out.append("the base model changed")
-    was, now = _named_apart(old), _named_apart(new)  # the base model's name: its fingerprint above
+    was, now = _named_apart(old, unused), _named_apart(new, unused)  # the base model's name: see above
     changed = sorted(k for k in set(was) | set(now) if was.get(k) != now.get(k))
     if changed:
         out.append("training settings changed: " + ", ".join(changed))

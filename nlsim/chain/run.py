@@ -51,7 +51,13 @@ import pandas as pd
 from nlsim.chain.config import PipelineConfig
 from nlsim.chain.eta import ChainWork
 from nlsim.chain.eta import describe as describe_eta
-from nlsim.chain.fingerprint import same_training, training_fingerprint, training_settings, what_changed
+from nlsim.chain.fingerprint import (
+    same_training,
+    training_fingerprint,
+    training_settings,
+    unused_on,
+    what_changed,
+)
 from nlsim.chain.promotion import cross_validated_f1, decide, figures, score_model, split_digest
 from nlsim.clusters.verdicts import earlier_paths, store_path
 from nlsim.dedup import stages
@@ -1062,14 +1068,15 @@ def candidate_version(
     settings = training_settings(cfg.finetune_config(None), base.device)
     fingerprint, parts = training_fingerprint(pairs, base.fingerprint, settings)
     version = None if cfg.force_train else store.find(fingerprint)
+    unused = unused_on(base.device)
     if (
         version is None and not cfg.force_train
-    ):  # the same base model named otherwise (a folder, its hub name)
+    ):  # the same base model named otherwise (a folder, its hub name), or a setting unused here
         version = next(
             (
                 v
                 for v in reversed(store.versions())
-                if same_training((store.info(v) or {}).get("parts") or {}, parts)
+                if same_training((store.info(v) or {}).get("parts") or {}, parts, unused)
             ),
             None,
         )
@@ -1085,7 +1092,7 @@ def candidate_version(
         return version, fingerprint, False
     latest = next((v for v in reversed(store.versions()) if store.info(v)), None)
     if latest is not None:
-        why = what_changed(store.info(latest).get("parts", {}), parts) or ["--force-train"]
+        why = what_changed(store.info(latest).get("parts", {}), parts, unused) or ["--force-train"]
         say(f"finetune: training a new version ({'; '.join(why)} since {latest.name})")
     first_seconds = before_training() if before_training is not None else None
     version = store.new_version_dir(fingerprint)

@@ -1047,3 +1047,52 @@ def test_a_report_made_without_its_reranker_gates_the_model_on_its_bi_encoder(tm
     assert figures["threshold"] == pytest.approx(alone["threshold"])
     reranked = run_pipeline(config(tmp_path, pairs, corpus, report=False)).record
     assert not reranked["trained"] and reranked["candidate"]["validation"]["scorer"] == "reranker"
+
+
+class _FakeBase:
+    """A base model as the reuse check reads it: its fingerprint and where it trains."""
+
+    fingerprint = "base-fp"
+
+    def __init__(self, device: str) -> None:
+        self.device = torch.device(device)
+
+
+@pytest.mark.parametrize(("device", "reused"), [("cpu", True), ("cuda", False)])
+def test_a_setting_that_changes_nothing_where_the_model_trains_reuses_the_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, device: str, reused: bool
+) -> None:
+    """``--gpu-batch-size`` is the batch of a training on a GPU: on a CPU the same model is trained whatever
+    it says, yet a weekly chain on a CPU given another one trained the whole model again ('training
+    settings changed: gpu_batch_size'). There the version trained before is reused; on a GPU it is another
+    model, trained."""
+    from nlsim.chain.fingerprint import training_fingerprint, training_settings
+    from nlsim.io.pairs import load_pairs
+
+    pairs, corpus = make_data(tmp_path, train=8, validation=8, test=4)
+    table = load_pairs(pairs)
+    base = _FakeBase(device)
+    before = config(tmp_path, pairs, corpus, report=False, gpu_batch_size=32)
+    settings = training_settings(before.finetune_config(None), base.device)
+    fingerprint, parts = training_fingerprint(table, base.fingerprint, settings)
+    store = ModelStore(before.model_store)
+    store.claim()
+    version = store.new_version_dir(fingerprint)
+    version.mkdir(parents=True)
+    store.register(version, {"fingerprint": fingerprint, "parts": parts})
+    trained: list[str] = []
+
+    def training(*args: object, **kwargs: object) -> None:  # the training's plan, made as it starts
+        trained.append("finetune")
+        raise TrainingStopped
+
+    monkeypatch.setattr(chain_run, "chain_work", training)
+    monkeypatch.setattr(chain_run, "load_version", lambda version: None)  # no model files in this store
+    now = config(tmp_path, pairs, corpus, report=False, gpu_batch_size=64)
+    if reused:
+        found, kept, fresh = chain_run.candidate_version(now, store, chain_run.direct, base, table, "now")
+        assert (found, kept, fresh, trained) == (version, fingerprint, False, [])
+    else:
+        with pytest.raises(TrainingStopped):
+            chain_run.candidate_version(now, store, chain_run.direct, base, table, "now")
+        assert trained == ["finetune"]
