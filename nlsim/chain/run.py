@@ -852,9 +852,9 @@ def _chain_kept(cfg: PipelineConfig, store: ModelStore, call: Call, kept: ExitSt
     baseline = call("baseline", baseline_stage, cfg, store, base, pairs)
     first: dict[str, Any] = {}
 
-    def before_training() -> float | None:
+    def before_training() -> float | None:  # the first report's seconds: the estimate's measure of embedding
         first.update(first_report(cfg, store, first_call, base, validation, baseline.vectors))
-        return first.get("seconds")
+        return None if first.get("embeddings_cached") else first.get("seconds")
 
     known = baseline.for_training(base, cfg.bi_encoder.max_length)
     version, fingerprint, trained = candidate_version(
@@ -964,8 +964,9 @@ def first_report(
     ``base`` model's quality check on ``validation`` comes first (:func:`quality_check_stage`;
     :func:`zero_shot_check_first`), so that the report may embed in bf16, which such a CPU takes without
     a probe; its fp32 reference takes ``known``, the baseline's vectors (:attr:`Baseline.vectors`).
-    Returns what it wrote, or nothing when there is no first report to write (``--no-report``,
-    ``--no-first-report``, or a promoted model whose report the folder already has)."""
+    Returns what it wrote (``embeddings_cached``: its corpus's vectors all came from the embedding cache,
+    so its seconds measure no embedding), or nothing when there is no first report to write
+    (``--no-report``, ``--no-first-report``, or a promoted model whose report the folder already has)."""
     if not first_report_due(cfg, store):
         return {}
     say(
@@ -985,6 +986,7 @@ def first_report(
     if states is not None and states.taken > taken:
         say(f"first report: {states.taken - taken:,} text(s) taken as the baseline embedded them")
     judged = report.stats.judge
+    cached = bool(report.stats.embedding_cache_hit)  # every vector from the cache: no measure of embedding
     page = Path(report.report_dir) / "index.html"
     say(
         f"first report ready in {ready:.0f} s: {page} (zero-shot {cfg.base_model}"
@@ -995,6 +997,7 @@ def first_report(
         "folder": str(report.report_dir),
         "model": f"zero-shot {cfg.base_model}",
         "seconds": seconds,
+        "embeddings_cached": cached,
         "quality_check_seconds": round(checked - t0, 2),
         "judge": judged.to_dict() if judged is not None else None,
     }

@@ -1096,3 +1096,37 @@ def test_a_setting_that_changes_nothing_where_the_model_trains_reuses_the_versio
         with pytest.raises(TrainingStopped):
             chain_run.candidate_version(now, store, chain_run.direct, base, table, "now")
         assert trained == ["finetune"]
+
+
+@pytest.mark.slow
+def test_a_first_report_from_cached_embeddings_is_not_the_estimates_measure_of_embedding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The estimate of the time left takes the zero-shot first report's seconds as the measure of how fast
+    this machine embeds. A cold chain stopped during its training and run again (or run after a daily
+    zero-shot report of the same corpus) made its first report from the embedding cache in a moment, and
+    the estimate then said the evaluation, the quality check and the report would take next to nothing.
+    A first report that embedded nothing is no such measure: the estimate goes by the training's rate."""
+    from nlsim.chain.eta import ChainWork
+
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))  # an embedding cache of this test's own
+    pairs, corpus = make_data(tmp_path, train=16, validation=24, test=8)
+    measured: list[float | None] = []
+    estimate = ChainWork.estimate
+
+    def spy(self: ChainWork, *args: object, **kwargs: object) -> dict[str, float]:
+        measured.append(kwargs.get("first_report_s"))  # type: ignore[arg-type]
+        return estimate(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    def training(*args: object, on_rate: object = None, **kwargs: object) -> None:
+        on_rate(0.05)  # type: ignore[operator]  # the rate after the warm-up: the estimate is said
+        raise TrainingStopped  # stopped (Ctrl-C) during the training
+
+    monkeypatch.setattr(ChainWork, "estimate", spy)
+    monkeypatch.setattr(chain_run, "finetune", training)
+    for _ in range(2):
+        with pytest.raises(TrainingStopped):
+            run_pipeline(config(tmp_path, pairs, corpus))
+    first, again = measured
+    assert first is not None and first > 0  # its first report embedded the corpus: a measure
+    assert again is None  # the same report again, every vector from the cache: none
