@@ -1,8 +1,8 @@
 """The chained pipeline: the one place that orders the chain, from annotated pairs to the judged report.
 
-1. **load**: the annotated pairs (validated: no pair in two splits) and, with a report, every input the report
-   reads (its corpus, the pairs it is judged on, the editors' verdict store checked against the pair
-   file): a bad one is refused before any training (:func:`load_inputs`);
+1. **load**: the annotated pairs (validated: no pair in two splits, and splits fine-tuning can train on) and,
+   with a report, every input the report reads (its corpus, the pairs it is judged on, the editors' verdict
+   store checked against the pair file): a bad one is refused before any training (:func:`load_inputs`);
 2. **baseline**: the zero-shot base model scored on validation (and test) and calibrated at the report's
    level on validation (kept in the model store as its zero-shot calibration): the "before";
 3. **finetune** (before it, on a cold chain with no promoted model, the **first report**,
@@ -110,7 +110,7 @@ from nlsim.rerank.reranker import has_reranker, load_reranker
 from nlsim.search.index import check_device
 from nlsim.training import side_by_side
 from nlsim.training.clock import timed_steps
-from nlsim.training.data import overruled_note, read_for_training
+from nlsim.training.data import check_trainable, overruled_note, read_for_training, split_pairs
 from nlsim.training.finetune import TRAINING_STAGES, finetune
 from nlsim.training.validation import TOPIC_LEVEL, ScoredValidation
 
@@ -749,7 +749,8 @@ def load_inputs(cfg: PipelineConfig) -> pd.DataFrame:
     """The annotated pairs, validated, once every input the chain reads has been read and checked: with a
     report, its corpus (as the report loads it), the pairs it is judged on (ids, split) and the editors'
     verdicts (the store checked against the pair file). A bad row of any of them is refused now, by file,
-    row and field, not after the baseline, the training and the registration of a new version. The pairs
+    row and field, not after the baseline, the training and the registration of a new version; so are
+    splits fine-tuning cannot train on (:func:`check_splits`). The pairs
     are returned as training reads them (:func:`~nlsim.clusters.verdicts.training_pairs`: a training pair
     an editor overruled with its newer score), so that the training fingerprint changes with an overrule."""
     pairs = load_pairs(cfg.pairs)
@@ -759,9 +760,21 @@ def load_inputs(cfg: PipelineConfig) -> pd.DataFrame:
         stages.judge_pairs(report.report)
         read_editors(report.clustering.annotated_pairs, None)
     read = read_for_training(cfg.pairs, pairs)
+    check_splits(cfg, read.pairs)
     if read.overruled:
         say(overruled_note(len(read.overruled)))
     return read.pairs
+
+
+def check_splits(cfg: PipelineConfig, pairs: pd.DataFrame) -> None:
+    """Refuse (:class:`~nlsim.errors.InputError`, naming the pair file and the field) the annotated
+    ``pairs`` fine-tuning would refuse (:func:`~nlsim.training.data.check_trainable`: a split with no
+    pairs or too few, one score throughout, no validation pair on one side of the level), which the
+    baseline, scored and calibrated on the validation pairs first, would otherwise stop on in words that
+    name neither."""
+    training = cfg.finetune_config(None)
+    train, validation, _ = split_pairs(pairs, training)
+    check_trainable(train, validation, training, str(cfg.pairs))
 
 
 def run_pipeline(cfg: PipelineConfig, *, call: Call = direct) -> PipelineResult:

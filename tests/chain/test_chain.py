@@ -1130,3 +1130,38 @@ def test_a_first_report_from_cached_embeddings_is_not_the_estimates_measure_of_e
     first, again = measured
     assert first is not None and first > 0  # its first report embedded the corpus: a measure
     assert again is None  # the same report again, every vector from the cache: none
+
+
+@pytest.mark.parametrize(
+    ("split", "score", "said"),
+    [
+        ("validation", None, r"field 'split': no pairs in split 'validation' \(the file holds train: 8, "),
+        ("train", None, r"field 'split': no pairs in split 'train'"),
+        (None, "0.8 1.0", r"field 'score': 8 of the 8 validation pairs reach level 0.8"),
+    ],
+)
+def test_pairs_fine_tuning_cannot_train_on_are_refused_before_the_baseline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, split: str | None, score: str | None, said: str
+) -> None:
+    """A pair file with no validation pairs, or with every validation pair on one side of the level, stopped
+    the chain in its baseline with 'cosines and scores must be non-empty 1-d arrays of one length' or
+    'level 0.8: need pairs both at/above and below it', naming neither the file nor the field, and one with no
+    training pairs only once the zero-shot baseline was scored and calibrated. Each is refused as
+    fine-tuning refuses it, by file and field, before the baseline."""
+    pairs, corpus = make_data(tmp_path, train=8, validation=8, test=4)
+    table = pd.read_csv(pairs, sep="\t", dtype=str, keep_default_na=False)
+    if split is not None:
+        table = table[table["split"] != split]
+    if score is not None:  # every validation pair at or above the level
+        scores = score.split() * 4
+        table.loc[table["split"] == "validation", "score"] = scores[
+            : int((table["split"] == "validation").sum())
+        ]
+    table.to_csv(pairs, sep="\t", index=False)
+
+    def started(*args: object, **kwargs: object) -> None:
+        raise _Started
+
+    monkeypatch.setattr(chain_run, "baseline_stage", started)
+    with pytest.raises(InputError, match=rf"{re.escape(str(pairs))}: {said}"):
+        run_pipeline(config(tmp_path, pairs, corpus, report=False))
