@@ -188,8 +188,25 @@ def zero_shot_scores(
     return scores, test_scores, embedded
 
 
+def cached_baseline(cached: Path) -> dict[str, Any] | None:
+    """The zero-shot baseline's cache (``baseline.json``: its key and figures), ``None`` where there is
+    none, and an empty one where it is unreadable (a cache: a torn one is made again, never a reason to stop
+    the chain)."""
+    if not cached.is_file():
+        return None
+    try:
+        data = json.loads(cached.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError(f"a JSON {type(data).__name__}, not an object")
+    except ValueError as exc:
+        say(f"baseline: {cached} is unreadable ({exc}); the zero-shot figures are computed again")
+        return {}
+    return data
+
+
 def baseline_stage(cfg: PipelineConfig, store: ModelStore, base: Any, pairs: pd.DataFrame) -> Baseline:
-    """The zero-shot figures and calibration (cached in the store's ``zero-shot/`` by what they depend on)."""
+    """The zero-shot figures and calibration (cached in the store's ``zero-shot/`` by what they depend on:
+    its ``baseline.json``, written after the calibration and removed before it is written again)."""
     validation = pairs[pairs["split"] == "validation"]
     test = pairs[pairs["split"] == "test"]
     folder = store.zero_shot_dir()
@@ -201,14 +218,8 @@ def baseline_stage(cfg: PipelineConfig, store: ModelStore, base: Any, pairs: pd.
         "level": cfg.level,
     }
     cached = folder / "baseline.json"
-    if cached.is_file():
-        try:
-            data = json.loads(cached.read_text(encoding="utf-8"))
-            if not isinstance(data, dict):
-                raise ValueError(f"a JSON {type(data).__name__}, not an object")
-        except ValueError as exc:  # a cache: a torn one is made again, never a reason to stop the chain
-            say(f"baseline: {cached} is unreadable ({exc}); the zero-shot figures are computed again")
-            data = {}
+    data = cached_baseline(cached)
+    if data is not None:
         topics_known = cfg.level <= TOPIC_LEVEL or (folder / TOPIC_CALIBRATION_JSON).is_file()
         if data.get("key") == key and load_calibration(folder) is not None and topics_known:
             say(f"baseline: zero-shot {cfg.base_model} figures reused ({cached})")
@@ -239,6 +250,9 @@ def baseline_stage(cfg: PipelineConfig, store: ModelStore, base: Any, pairs: pd.
         "split_digest": key["validation"],
     }
     folder.mkdir(parents=True, exist_ok=True)
+    # the figures go first and come back last: a chain stopped between the writes leaves no figures of one
+    # key beside the calibration of another for the next chain to take as its cache
+    cached.unlink(missing_ok=True)
     save_calibration(cal, folder / "calibration.json")
     if cfg.level > TOPIC_LEVEL:  # the zero-shot report's topic groups (nlsim/clusters/topics.py)
         topic = calibrate_scores(

@@ -1165,3 +1165,38 @@ def test_pairs_fine_tuning_cannot_train_on_are_refused_before_the_baseline(
     monkeypatch.setattr(chain_run, "baseline_stage", started)
     with pytest.raises(InputError, match=rf"{re.escape(str(pairs))}: {said}"):
         run_pipeline(config(tmp_path, pairs, corpus, report=False))
+
+
+@pytest.mark.slow
+def test_a_baseline_stopped_while_it_writes_leaves_no_cache_of_another_calibration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The zero-shot baseline writes its calibration, then its figures (``baseline.json``, the cache's key).
+    A chain at another level stopped (Ctrl-C) between the two left the new calibration beside the old
+    figures, and the next chain at the old level took the cache as sound: its figures said one threshold
+    and the store's zero-shot calibration, which the zero-shot report and the daily runs use, held the
+    other level's. The figures are gone before the calibration is written: the next chain computes both."""
+    from nlsim.evaluation.calibration import load_calibration
+    from nlsim.io.pairs import load_pairs
+
+    pairs, corpus = make_data(tmp_path, train=8, validation=24, test=8)
+    table = load_pairs(pairs)
+    store = ModelStore(tmp_path / "models")
+    store.claim()
+    base = load_encoder(FAST_MODEL)
+    at = {level: config(tmp_path, pairs, corpus, level=level) for level in (0.8, 0.9)}
+    first = chain_run.baseline_stage(at[0.8], store, base, table).metrics
+    saved = chain_run.save_calibration
+
+    def stopped(cal: object, path: Path) -> None:
+        saved(cal, path)
+        raise KeyboardInterrupt  # Ctrl-C after the calibration, before the figures
+
+    monkeypatch.setattr(chain_run, "save_calibration", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        chain_run.baseline_stage(at[0.9], store, base, table)
+    monkeypatch.setattr(chain_run, "save_calibration", saved)
+    again = chain_run.baseline_stage(at[0.8], store, base, table).metrics
+    kept = load_calibration(store.zero_shot_dir())
+    assert kept.level == 0.8 and kept.threshold == pytest.approx(again["threshold"])
+    assert again["threshold"] == pytest.approx(first["threshold"])
