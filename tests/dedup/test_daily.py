@@ -522,23 +522,30 @@ def test_a_daily_run_none_of_whose_scored_pairs_are_in_its_window_warns_and_goes
         run_dedup(config.with_(out=str(tmp_path / "batch")), encoder=HashEncoder())
 
 
+class CountingEncoder(HashEncoder):
+    """:class:`HashEncoder` counting the batches it embeds (``calls``): a run refused before any embedding
+    embeds none."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def encode(self, texts: list[str], *args: object, **kw: object) -> np.ndarray:
+        self.calls += 1
+        return super().encode(texts)
+
+
 def test_a_bad_judge_pairs_file_is_refused_before_any_embedding(tmp_path: Path) -> None:
-    class Counting(HashEncoder):
-        calls = 0
-
-        def encode(self, texts: list[str], *args: object, **kw: object) -> np.ndarray:
-            Counting.calls += 1
-            return super().encode(texts)
-
+    counting = CountingEncoder()
     corpus = story_corpus()
     corpus.to_parquet(tmp_path / "all.parquet", index=False)
     config = _config(tmp_path / "all.parquet", tmp_path / "out", judge_pairs=str(tmp_path / "pairs-typo.tsv"))
     with pytest.raises(InputError, match="pairs-typo.tsv: file not found"):
-        run_dedup(config, encoder=Counting())
+        run_dedup(config, encoder=counting)
     config = config.with_(judge_pairs=str(_scored_day_one(tmp_path, corpus)), judge_split="test")
     with pytest.raises(InputError, match="pairs.tsv: field 'split': no pairs in split 'test'"):
-        run_dedup(config, encoder=Counting())
-    assert Counting.calls == 0 and not (tmp_path / "out" / "pairs.parquet").exists()
+        run_dedup(config, encoder=counting)
+    assert counting.calls == 0 and not (tmp_path / "out" / "pairs.parquet").exists()
 
 
 def test_judge_pairs_of_another_corpus_are_refused_in_a_batch_run_before_any_embedding(
@@ -549,13 +556,7 @@ def test_judge_pairs_of_another_corpus_are_refused_in_a_batch_run_before_any_emb
     pairs at the judge stage. The pairs are matched to the corpus as soon as it is loaded, so the same
     refusal comes before any embedding, as a bad ``--judge-pairs`` file's does."""
 
-    class Counting(HashEncoder):
-        calls = 0
-
-        def encode(self, texts: list[str], *args: object, **kw: object) -> np.ndarray:
-            Counting.calls += 1
-            return super().encode(texts)
-
+    counting = CountingEncoder()
     corpus = story_corpus()
     corpus.to_parquet(tmp_path / "all.parquet", index=False)
     pairs = _scored_day_one(tmp_path, corpus)
@@ -563,11 +564,11 @@ def test_judge_pairs_of_another_corpus_are_refused_in_a_batch_run_before_any_emb
     scored.assign(id_a="x-" + scored["id_a"], id_b="x-" + scored["id_b"]).to_csv(pairs, sep="\t", index=False)
     config = _config(tmp_path / "all.parquet", tmp_path / "out", judge_pairs=str(pairs))
     with pytest.raises(InputError, match="none of the 4 scored validation pairs names two items of the"):
-        run_dedup(config, encoder=Counting())
+        run_dedup(config, encoder=counting)
     corrected = _scored_day_one(tmp_path, corpus.assign(title=corpus["title"] + " (corrected)"))
     with pytest.raises(InputError, match="pairs.tsv: row 1, field 'text_a': none of the 4 scored"):
-        run_dedup(config.with_(judge_pairs=str(corrected)), encoder=Counting())
-    assert Counting.calls == 0 and not (tmp_path / "out" / "pairs.parquet").exists()
+        run_dedup(config.with_(judge_pairs=str(corrected)), encoder=counting)
+    assert counting.calls == 0 and not (tmp_path / "out" / "pairs.parquet").exists()
 
 
 def test_scored_texts_the_window_no_longer_holds_are_counted_not_fatal(tmp_path: Path) -> None:
@@ -748,13 +749,7 @@ def test_editors_verdicts_act_at_once_and_persist_across_days_and_a_promotion(
 
 
 def test_a_bad_verdict_store_is_refused_before_any_embedding(tmp_path: Path) -> None:
-    class Counting(HashEncoder):
-        calls = 0
-
-        def encode(self, texts: list[str], *args: object, **kw: object) -> np.ndarray:
-            Counting.calls += 1
-            return super().encode(texts)
-
+    counting = CountingEncoder()
     corpus = story_corpus()
     corpus.to_parquet(tmp_path / "all.parquet", index=False)
     pairs = _scored_day_one(tmp_path, corpus)
@@ -762,16 +757,16 @@ def test_a_bad_verdict_store_is_refused_before_any_embedding(tmp_path: Path) -> 
     store.write_text("pair_id,id_a,id_b,score,split,annotator,source,decided_at\n,a1,b1,0.6,train,,,\n")
     config = _config(tmp_path / "all.parquet", tmp_path / "out", annotated_pairs=str(pairs))
     with pytest.raises(InputError) as err:
-        run_dedup(config, encoder=Counting())
+        run_dedup(config, encoder=counting)
     assert (err.value.file, err.value.row, err.value.field) == (str(store), 1, "score")
-    assert Counting.calls == 0 and not (tmp_path / "out" / "pairs.parquet").exists()
+    assert counting.calls == 0 and not (tmp_path / "out" / "pairs.parquet").exists()
     # a good store: "a2 and b2 are not the same story" keeps x1's bridge from merging stories A and B; the
     # verdict on a1/b1 does not act: the pair file holds that pair in its validation split
     _store(pairs, [("a2", "b2", 0.0)])
     from nlsim.clusters.verdicts import Verdict, load_verdicts, save_verdicts
 
     save_verdicts(load_verdicts(store).updated([Verdict("a1", "b1", 0.0)]), store)  # the store says train
-    result = run_dedup(config, encoder=Counting())
+    result = run_dedup(config, encoder=counting)
     got = batch_assignment(result.clusters)
     assert got["a1"] != got["b1"] and got["a1"] == got["a2"] and got["b1"] == got["b2"]
     assert result.stats.editors is not None and result.stats.editors.cannot_link == 1
