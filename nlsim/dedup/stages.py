@@ -53,7 +53,7 @@ from nlsim.dedup.settings import (
 from nlsim.dedup.state import State, StateIdentity, commit_state, empty_clusters, empty_pairs, open_state
 from nlsim.dedup.window import Window, batch_window, incremental_window, undated_clock
 from nlsim.encoders.cache import EmbeddingCache, check_finite
-from nlsim.encoders.encoder import long_texts_said
+from nlsim.encoders.encoder import long_texts_said, unreadable_message
 from nlsim.errors import InputError
 from nlsim.evaluation.judge import Judgement, belongs_to_corpus, describe, judge_items, scored_pairs
 from nlsim.faults import fault_point
@@ -645,12 +645,13 @@ def readable(
     drop = np.isin(pairs["a"].to_numpy(np.int64), rows[bad]) | np.isin(
         pairs["b"].to_numpy(np.int64), rows[bad]
     )
-    first = int(np.flatnonzero(bad)[0])
-    said = (
-        f"unreadable texts: {int(bad.sum())} item(s) hold text {model.encoder.name} reads as unknown "
-        f"tokens only (e.g. {window.ids[rows[first]]!r}: {texts[first][:40]!r}), so their vectors say "
-        f"nothing of it: left out of the {int(drop.sum())} candidate pair(s) they were in (exact copies of "
-        "one text are still linked)"
+    said = unreadable_message(
+        model.encoder,
+        bad,
+        texts,
+        window.ids[rows],
+        f"left out of the {int(drop.sum())} candidate pair(s) they were in (exact copies of one text are "
+        "still linked)",
     )
     return pairs[~drop].reset_index(drop=True), said
 

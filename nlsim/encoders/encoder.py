@@ -709,9 +709,18 @@ def unreadable_said(encoder: Any, texts: Sequence[str], ids: Sequence[Any]) -> s
     bad = check(texts)
     if not bad.any():
         return None
+    return unreadable_message(
+        encoder, bad, texts, ids, "they are one vector, alike to each other at 1.0 whatever they say"
+    )
+
+
+def unreadable_message(
+    encoder: Any, bad: np.ndarray, texts: Sequence[str], ids: Sequence[Any], effect: str
+) -> str:
+    """The words a run says the ``texts`` (items ``ids``) that ``bad`` marks in: the model reads nothing of
+    them (:meth:`Encoder.unreadable`), the first named, and what the run made of them (``effect``)."""
     first = int(np.flatnonzero(bad)[0])
     return (
         f"unreadable texts: {int(bad.sum())} item(s) hold text {encoder.name} reads as unknown tokens only "
-        f"(e.g. {str(ids[first])!r}: {texts[first][:40]!r}), so their vectors say nothing of it: they are "
-        "one vector, alike to each other at 1.0 whatever they say"
+        f"(e.g. {str(ids[first])!r}: {texts[first][:40]!r}), so their vectors say nothing of it: {effect}"
     )
