@@ -16,14 +16,16 @@ import base64
 import sys
 from typing import Any
 
-from prefect.artifacts import (
-    create_markdown_artifact,
-    create_progress_artifact,
-    create_table_artifact,
-    update_progress_artifact,
-)
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from flows.orchestration import config_flow, fail, progress_artifacts, run_from_command_line, task_call
+from flows.orchestration import (
+    config_flow,
+    fail,
+    progress_artifact,
+    progress_artifacts,
+    run_from_command_line,
+    task_call,
+)
 from nlsim.commands.learning_curve import add_learning_curve_options
 from nlsim.errors import NlsimError
 from nlsim.orchestration import Call
@@ -38,7 +40,7 @@ POINT_STEP = "train-point"
 def counting_points(total: int) -> Call:
     """:func:`task_call`, keeping the progress artifact :data:`POINTS_KEY`: the points of the curve done
     of ``total``, made at 0 and updated as each point's step ends."""
-    artifact = _points_artifact(None, 0, total)
+    artifact = progress_artifact(None, 0.0, POINTS_KEY, _points(0, total))
     done = 0
 
     def call(name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -46,22 +48,17 @@ def counting_points(total: int) -> Call:
         result = task_call(name, fn, *args, **kwargs)
         if name == POINT_STEP:
             done += 1
-            artifact = _points_artifact(artifact, done, total)
+            artifact = progress_artifact(
+                artifact, 100.0 * done / max(total, 1), POINTS_KEY, _points(done, total)
+            )
         return result
 
     return call
 
 
-def _points_artifact(artifact: Any, done: int, total: int) -> Any:
-    """Make (``artifact`` ``None``) or update the points' progress artifact; its id (``None``: none made)."""
-    share, description = 100.0 * done / max(total, 1), f"points of the curve: {done} of {total}"
-    try:
-        if artifact is None:
-            return create_progress_artifact(share, key=POINTS_KEY, description=description)
-        update_progress_artifact(artifact, share, description=description)
-    except Exception:  # noqa: BLE001 - progress reporting must never fail a run
-        pass
-    return artifact
+def _points(done: int, total: int) -> str:
+    """The points' progress artifact's description."""
+    return f"points of the curve: {done} of {total}"
 
 
 def _body(**params: Any) -> Any:

@@ -138,6 +138,19 @@ def artifact_key(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "progress"
 
 
+def progress_artifact(artifact: Any, share: float, key: str, description: str) -> Any:
+    """Make (``artifact`` ``None``) the progress artifact ``key`` at ``share`` percent, or update it; its id
+    (``None``: none made yet). Progress reporting never fails a run: an artifact the server refuses is
+    left as it was."""
+    try:
+        if artifact is None:
+            return create_progress_artifact(share, key=key, description=description)
+        update_progress_artifact(artifact, share, description=description)
+    except Exception:  # noqa: BLE001 - progress reporting must never fail a run
+        pass
+    return artifact
+
+
 @contextlib.contextmanager
 def progress_artifacts(prefix: str) -> Iterator[None]:
     """While inside, every long step of nlsim (embedding, search, rescoring) keeps a progress artifact."""
@@ -147,15 +160,8 @@ def progress_artifacts(prefix: str) -> Iterator[None]:
         if not total:
             return
         share = min(100.0, 100.0 * done / total)
-        try:
-            if desc not in ids:
-                ids[desc] = create_progress_artifact(
-                    share, key=artifact_key(f"{prefix}-{desc}"), description=f"{desc}: {done:,} of {total:,}"
-                )
-            else:
-                update_progress_artifact(ids[desc], share, description=f"{desc}: {done:,} of {total:,}")
-        except Exception:  # noqa: BLE001 - progress reporting must never fail a run
-            pass
+        key, said = artifact_key(f"{prefix}-{desc}"), f"{desc}: {done:,} of {total:,}"
+        ids[desc] = progress_artifact(ids.get(desc), share, key, said)
 
     progress.add_listener(listener)
     try:
