@@ -72,9 +72,8 @@ def run(args: argparse.Namespace) -> int:
     """Load, convert, embed (cached unless ``--no-cache``), and write the matrix atomically."""
     import numpy as np  # deferred (with the rest): `nlsim --help` stays fast
 
-    from nlsim.conversion import convert
     from nlsim.io.atomic import atomic_path, atomic_write_text, file_sha256
-    from nlsim.io.cells import model_text
+    from nlsim.io.cells import model_texts
     from nlsim.io.corpus import load_corpus
     from nlsim.progress import warn
 
@@ -96,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     corpus = load_corpus(args.corpus, text_fields=args.text_fields)
     for message in corpus.warnings:  # as a report run's load says them: texts damaged upstream, lookalikes
         warn(message)
-    texts = convert([model_text(t) for t in corpus.texts()], args.convert)  # as a dedup run reads them
+    texts = model_texts(corpus.texts(), args.convert)  # as a dedup run reads them
     from nlsim.encoders import (
         load_encoder,
     )  # after the checks: a bad path or row is refused before torch loads

@@ -61,7 +61,7 @@ from nlsim.dedup.settings import StateSettings
 from nlsim.dedup.state import State, StateIdentity, empty_pairs
 from nlsim.errors import ConfigError, InputError
 from nlsim.io import columns
-from nlsim.io.cells import model_text
+from nlsim.io.cells import model_texts
 from nlsim.io.corpus import Corpus
 from nlsim.progress import counted
 from nlsim.report.record import Counts, ModelSwitch, RunRecord
@@ -148,14 +148,11 @@ class Window:
         shows it, and without their control and format characters (:func:`~nlsim.io.cells.model_text`: an
         RSS description's tags and the address of its picture are no words of the story, nor a NUL or
         a zero-width space), then converted (once, then remembered)."""
-        from nlsim.conversion import convert
-
         rows = [int(r) for r in rows]
         todo = [r for r in rows if r not in self._converted]
         if todo:
             raw = self.items["raw_text"].to_numpy()
-            shown = [model_text(str(raw[r])) for r in todo]
-            for r, t in zip(todo, convert(shown, conversion), strict=True):
+            for r, t in zip(todo, model_texts((str(raw[r]) for r in todo), conversion), strict=True):
                 self._converted[r] = t
         return [self._converted[r] for r in rows]
 
@@ -166,8 +163,6 @@ class Window:
         :meth:`nlsim.io.corpus.Corpus.texts`): the title is cut out of the text, and the text before it
         and after it are a field each (with three fields, the two beside the title are read as one where
         they are side by side)."""
-        from nlsim.conversion import convert
-
         rows = [int(r) for r in rows]
         raw, titles = self.items["raw_text"].to_numpy(), self.items["title"].to_numpy()
         parts = [_fields(str(raw[r]), str(titles[r]), tuple(text_fields)) for r in rows]
@@ -175,7 +170,7 @@ class Window:
         alone = [r for r, fields in zip(rows, parts, strict=True) if len(fields) == 1]
         whole = dict(zip(alone, self.texts(alone, conversion), strict=True))
         several = [f for fields in parts if len(fields) > 1 for f in fields]
-        flat = iter(convert([model_text(f) for f in several], conversion))
+        flat = iter(model_texts(several, conversion))
         return [
             (whole[r],) if r in whole else tuple(next(flat) for _ in fields)
             for r, fields in zip(rows, parts, strict=True)

@@ -19,11 +19,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nlsim.conversion import convert
 from nlsim.encoders.scoring import as_pair_scorer
 from nlsim.errors import InputError
 from nlsim.evaluation.figures import pearson, spearman
-from nlsim.io.cells import model_text
+from nlsim.io.cells import model_texts
 
 
 @dataclass(frozen=True)
@@ -59,15 +58,14 @@ def metrics_from_scores(pred: np.ndarray, gold: np.ndarray) -> Metrics:
 
 
 def convert_texts(texts: Sequence[str], conversion: str | None) -> list[str]:
-    """``texts`` as a model reads them, as a dedup run gives them to it: as a page shows them, without
-    control and format characters (:func:`nlsim.io.cells.model_text`: ``&#8226;`` is ``•``, ``<b>Storm</b>``
-    is ``Storm``), then script-converted (``None``/``"none"``: no conversion). Pairs are trained, evaluated
-    and calibrated on the texts the report's model reads.
+    """``texts`` as a model reads them, as a dedup run gives them to it (:func:`nlsim.io.cells.model_texts`:
+    ``&#8226;`` is ``•``, ``<b>Storm</b>`` is ``Storm``, then script-converted): pairs are trained,
+    evaluated and calibrated on the texts the report's model reads.
 
     >>> convert_texts(["正源&#8226;尚峰<b>系列</b>"], "none")
     ['正源•尚峰系列']
     """
-    return convert([model_text(t) for t in texts], conversion or "none")
+    return model_texts(texts, conversion)
 
 
 def pair_similarities(scorer: Any, pairs: pd.DataFrame, conversion: str | None = None) -> np.ndarray:

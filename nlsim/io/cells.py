@@ -23,6 +23,7 @@ import math
 import re
 import sys
 import unicodedata
+from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
@@ -338,6 +339,20 @@ def model_text(text: str) -> str:
     if _CONTROL.search(text) is None:
         return text
     return _BREAKING.sub(lambda run: "" if run.start() == 0 or run.end() == len(text) else " ", text)
+
+
+def model_texts(texts: Iterable[str], conversion: str | None) -> list[str]:
+    """``texts`` as a model reads them: each as :func:`model_text` reads it (as a page shows it, without
+    control and format characters), then script-converted (:func:`nlsim.conversion.convert`; ``None`` or
+    ``"none"``: not converted). What a dedup run embeds, and what pairs are trained, evaluated and
+    calibrated on.
+
+    >>> model_texts(["正源&#8226;尚峰<b>系列</b>", "颱風"], "tw2sp")
+    ['正源•尚峰系列', '台风']
+    """
+    from nlsim.conversion import convert  # deferred: OpenCC, read only by what converts
+
+    return convert([model_text(t) for t in texts], conversion or "none")
 
 
 _DECIMAL_COMMA = re.compile(r"[+-]?\d*,\d+")
