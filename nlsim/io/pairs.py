@@ -35,7 +35,6 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from nlsim.conversion import convert
 from nlsim.errors import ConfigError, InputError, StateError
 from nlsim.io.atomic import file_sha256
 from nlsim.io.cells import (
@@ -44,6 +43,7 @@ from nlsim.io.cells import (
     misread_reason,
     misread_utf8,
     missing_marker,
+    model_texts,
     placeholder,
     score_number,
     text_control,
@@ -496,8 +496,9 @@ def count_once(
     and a training epoch alike, because a row was pasted twice.
 
     ``conversion`` (``tw2sp``): the texts are compared as the model reads them, converted to one script
-    (:func:`nlsim.conversion.convert`), as training's check of the splits compares them: a pair given in
-    Traditional characters and again in Simplified ones is one pair to the model. The first row is kept;
+    (:func:`nlsim.io.cells.model_texts`), as training's check of the splits compares them: a pair given in
+    Traditional characters and again in Simplified ones (or with ``&#8226;`` for ``•``) is one pair to the
+    model. The first row is kept;
     the warning says the conversion, and the score of a row left out that differs from the kept one's.
 
     Example:
@@ -510,8 +511,8 @@ def count_once(
     """
     keyed = frame
     if conversion is not None and conversion != "none":
-        keyed = frame.assign(text_a=convert(frame["text_a"].astype(str).tolist(), conversion))
-        keyed["text_b"] = convert(frame["text_b"].astype(str).tolist(), conversion)
+        keyed = frame.assign(text_a=model_texts(frame["text_a"].astype(str), conversion))
+        keyed["text_b"] = model_texts(frame["text_b"].astype(str), conversion)
     seen: dict[tuple[tuple[str, ...], str], int] = {}
     keep: list[bool] = []
     repeated: list[tuple[int, int]] = []  # (row, the row it repeats), 1-based

@@ -151,6 +151,25 @@ def test_a_pair_in_two_scripts_is_counted_once_as_the_model_reads_it(
     assert load_pairs(header, repeats="once", conversion="tw2sp").columns.tolist()[:5] == list(COLUMNS)
 
 
+def test_a_pair_written_with_an_entity_is_counted_once_as_the_model_reads_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The model reads ``正源&#8226;尚峰`` as ``正源•尚峰`` (an entity as a page shows it: training and the
+    report give it the text so), but a pair file's rows were compared as converted only, entity and all:
+    a validation pair given with the entity and again with its character counted twice in the figures,
+    where training's check of the splits, reading them as the model does, sees one pair."""
+    path = write(
+        tmp_path / "p.tsv",
+        "p1\t\t\t正源&#8226;尚峰活動\t尚峰業主活動\t1\tvalidation",
+        "p2\t\t\t股市今天大漲\t足球聯賽開幕\t0\tvalidation",
+        "p3\t\t\t正源•尚峰活動\t尚峰業主活動\t1\tvalidation",
+    )
+    with caplog.at_level("WARNING", logger="nlsim"):
+        once = load_pairs(path, "validation", repeats="once", conversion="tw2sp")
+    assert once["pair_id"].tolist() == ["p1", "p2"]
+    assert "row 3 (row 1's pair)" in caplog.text
+
+
 def test_an_item_paired_with_itself_is_refused_by_row_and_field(tmp_path: Path) -> None:
     """``nlsim evaluate`` and ``nlsim calibrate`` scored a row pairing an item with itself (a cosine of 1
     that only flatters the figures; training learnt from it), where ``nlsim judge`` and ``nlsim annotate
