@@ -506,33 +506,47 @@ class IndexMeta:
         return cls(**known_fields(cls, data))
 
 
-_KIND_PARAMS = {"flat": (), "ivf": ("nlist", "nprobe"), "hnsw": ("M", "ef_search")}
-"""The kinds of index nlsim builds, with the parameters each is searched with (in ``meta.json``)."""
-_KIND_TYPES = {"flat": "IndexFlat", "ivf": "IndexIVF", "hnsw": "IndexHNSW"}
-_KIND_WORDS = {"flat": "a flat index", "ivf": "an IVF index", "hnsw": "an HNSW index"}
+@dataclass(frozen=True)
+class _Built:
+    """A kind of index nlsim builds, as ``meta.json`` and the index file tell it."""
+
+    params: tuple[str, ...]
+    """The parameters it is searched with, kept in ``meta.json``."""
+    faiss_type: str
+    """The FAISS class its index file holds."""
+    words: str
+    """The kind in a message."""
+
+
+_BUILT = {
+    "flat": _Built((), "IndexFlat", "a flat index"),
+    "ivf": _Built(("nlist", "nprobe"), "IndexIVF", "an IVF index"),
+    "hnsw": _Built(("M", "ef_search"), "IndexHNSW", "an HNSW index"),
+}
+"""The kinds of index nlsim builds (:data:`KINDS` but ``auto``), each as :class:`_Built` tells it."""
 
 
 def _unwritten(data: dict[str, Any]) -> list[str]:
     """The keys of a ``meta.json`` (its keys all there, each of its kind) holding a value nlsim never writes:
     a kind it does not build, a file without its size and SHA-256, an IVF or HNSW index without the
     parameters it is searched with."""
-    if data["kind"] not in _KIND_PARAMS:
+    if data["kind"] not in _BUILT:
         return ["kind"]
     listed = data["files"].values()
     if not all(
         isinstance(f, dict) and type(f.get("bytes")) is int and type(f.get("sha256")) is str for f in listed
     ):
         return ["files"]
-    if not all(type(data["params"].get(p)) is int for p in _KIND_PARAMS[data["kind"]]):
+    if not all(type(data["params"].get(p)) is int for p in _BUILT[data["kind"]].params):
         return ["params"]
     return []
 
 
 def _check_read(raw: Any, ids: np.ndarray, meta: IndexMeta, folder: Path, fix: str) -> None:
     """Refuse an index file of another kind, dimension or count than ``meta.json`` says (edited by hand)."""
-    held = next((k for k, t in _KIND_TYPES.items() if isinstance(raw, getattr(faiss, t))), None)
+    held = next((k for k, b in _BUILT.items() if isinstance(raw, getattr(faiss, b.faiss_type))), None)
     if held != meta.kind:
-        what = _KIND_WORDS.get(held or "", f"a {type(raw).__name__}")
+        what = _BUILT[held].words if held is not None else f"a {type(raw).__name__}"
         raise StateError(f"{folder / INDEX_FILE} holds {what}, {META_FILE} says {meta.kind}; " + fix)
     if raw.d != meta.dim or raw.ntotal != meta.count or len(ids) != meta.count:
         raise StateError(
