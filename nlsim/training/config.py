@@ -659,6 +659,9 @@ class LearningCurveConfig:
     warmup_ratio: float = option_like(FinetuneConfig, "warmup_ratio")
     max_length: int = option_like(FinetuneConfig, "max_length")
     freeze_embeddings: bool = option_like(FinetuneConfig, "freeze_embeddings")
+    train_precision: TrainPrecision = option_like(FinetuneConfig, "train_precision")
+    """Compared by what it resolves to, not as given: each point records the precision it trained in
+    (``nlsim.training.learning_curve.check_points_precision``)."""
     threads: int | None = option_like(FinetuneConfig, "threads")
 
     def __post_init__(self) -> None:
@@ -713,6 +716,7 @@ class LearningCurveConfig:
             warmup_ratio=self.warmup_ratio,
             max_length=self.max_length,
             freeze_embeddings=self.freeze_embeddings,
+            train_precision=self.train_precision,
             seed=seed,
             train_size=size,
             threads=self.threads,
@@ -724,8 +728,9 @@ class LearningCurveConfig:
 
     def settings(self, *, with_pairs: bool = False, model: str | None = None) -> dict[str, Any]:
         """What makes runs comparable, by flat name: everything but the pair file's name, sizes, seeds,
-        baselines, out, threads (the pairs are compared by what they hold: each point records their digest,
-        so one pair file named another way, ``./pairs.tsv`` or its absolute path, resumes the curve).
+        baselines, out, threads and the training precision as given (the pairs are compared by what they
+        hold: each point records their digest, so one pair file named another way, ``./pairs.tsv`` or its
+        absolute path, resumes the curve; and the precision by the one each point trained in).
         ``with_pairs``: the pair file's name as given included, as points written before hashed it;
         ``model``: the model named so (a point's, as it was given there), not as given now: the curve
         compares its models by what they are (``nlsim.training.learning_curve.check_points_model``).
@@ -736,7 +741,8 @@ class LearningCurveConfig:
             (False, 'm')
         """
         d = asdict(self)
-        for k in ("sizes", "seeds", "baselines", "out", "threads", *(() if with_pairs else ("pairs",))):
+        left_out = ("sizes", "seeds", "baselines", "out", "threads", "train_precision")
+        for k in (*left_out, *(() if with_pairs else ("pairs",))):
             d.pop(k)
         if model is not None:
             d["model"] = model

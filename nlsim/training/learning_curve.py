@@ -30,6 +30,7 @@ from typing import Any
 import pandas as pd
 
 from nlsim.encoders import load_encoder
+from nlsim.encoders.device import default_device
 from nlsim.encoders.registry import ALIASES
 from nlsim.errors import ConfigError, InputError, StateError
 from nlsim.evaluation.baselines import get_baseline
@@ -51,6 +52,7 @@ from nlsim.training.data import (
     split_pairs,
 )
 from nlsim.training.finetune import finetune
+from nlsim.training.mixed_precision import resolve as resolve_precision
 
 
 def run_path(cfg: LearningCurveConfig, size: int, seed: int) -> Path:
@@ -234,6 +236,7 @@ def run_one(
         "parameters": cfg.settings(),
         "data": data,
         "train_order": order,
+        "train_precision": precision_here(cfg),
         **({"model_fingerprint": model} if model else {}),
         "validation": res.best,
         "test": res.metrics["after/test"],
@@ -606,6 +609,32 @@ def check_points_model(cfg: LearningCurveConfig, model: str | None) -> None:
             )
 
 
+def precision_here(cfg: LearningCurveConfig) -> str:
+    """The arithmetic a point trains in here: ``--train-precision`` as this machine resolves it (``auto``:
+    bf16 where the CPU or GPU computes it, else fp32; :func:`nlsim.training.mixed_precision.resolve`)."""
+    return resolve_precision(cfg.train_precision, default_device())[0]
+
+
+def check_points_precision(cfg: LearningCurveConfig) -> None:
+    """Refuse, before any work, a curve whose finished points trained in another precision than a point
+    left to train would here: a curve started on a CPU with bf16 and resumed on one without (or the
+    reverse) would mix both in one table. ``--train-precision`` naming theirs resumes it (bf16 runs on any
+    CPU, slower without its instructions). A point written before points recorded their precision is
+    taken; a curve whose points are all done trains nothing and is not refused."""
+    if all(run_path(cfg, size, seed).is_file() for seed in cfg.seeds for size in cfg.sizes):
+        return
+    here = precision_here(cfg)
+    for path, done in finished_points(cfg).items():
+        theirs = done.get("train_precision", here)
+        if theirs != here:
+            raise StateError(
+                f"{path}: trained in {theirs}, where the points left to train would train in {here} here "
+                f"(--train-precision {cfg.train_precision}): one curve of two precisions; resume it with "
+                f"--train-precision {theirs}, use another --out folder, or delete {path.parent} to train "
+                "the curve again"
+            )
+
+
 def run_learning_curve(
     cfg: LearningCurveConfig, log: Callable[[str], None] = say, call: Call = direct
 ) -> LearningCurveResult:
@@ -623,6 +652,7 @@ def run_learning_curve(
         if lock.message:  # a curve killed while it held the folder
             log(lock.message)
         check_finished_points(cfg, pairs)  # again, held: the points a curve that held it wrote since
+        check_points_precision(cfg)  # before the model loads: it needs none
         model = check_base_model(cfg)  # refused here, it leaves no --out
         check_points_model(cfg, model)
         baselines = call("baselines", run_baselines, cfg, pairs, log) if cfg.baselines else {}
@@ -633,6 +663,17 @@ def run_learning_curve(
                 rows.append(call("train-point", run_one, cfg, size, seed, pairs, log, model))
                 trained += not existed
         return call("summarize", write_summary, cfg, rows, baselines, trained)
+
+
+def _precisions(rows: list[dict[str, Any]]) -> str:
+    """The precisions the points trained in, in words (``bf16``; ``bf16 and not recorded`` where points
+    written before points recorded it are among them).
+
+    >>> _precisions([{"train_precision": "fp32"}, {}]), _precisions([{"train_precision": "bf16"}])
+    ('fp32 and not recorded', 'bf16')
+    """
+    said = sorted({r.get("train_precision", "not recorded") for r in rows}, key=lambda p: p == "not recorded")
+    return " and ".join(said)
 
 
 def write_summary(
@@ -648,8 +689,8 @@ def write_summary(
         out / "learning_curve.md",
         f"# Learning curve ({cfg.model}, conversion {cfg.conversion}, "
         f"{cfg.loss}, {cfg.epochs} epoch{'' if cfg.epochs == 1 else 's'}, lr {cfg.lr}, "
-        f"batch size {cfg.batch_size}, "
-        f"max length {cfg.max_length}; seeds {', '.join(map(str, sorted(cfg.seeds)))})\n\n{md}\n",
+        f"batch size {cfg.batch_size}, max length {cfg.max_length}, {_precisions(rows)} training; "
+        f"seeds {', '.join(map(str, sorted(cfg.seeds)))})\n\n{md}\n",
     )
     with atomic_path(out / "learning_curve.csv", suffix=".csv") as tmp:
         summary.to_csv(tmp, index=False)

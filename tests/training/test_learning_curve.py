@@ -1105,3 +1105,34 @@ def test_a_baseline_named_twice_is_refused_as_a_size_or_seed_named_twice_is(tmp_
 
     with pytest.raises(ConfigError, match=r"--baselines tfidf-char2,tfidf-char2: a baseline twice"):
         replace(config(tmp_path / "p.tsv", tmp_path / "curve", (1,)), baselines="tfidf-char2,tfidf-char2")
+
+
+def test_a_curve_resumed_where_its_points_would_train_in_another_precision_is_refused_before_any_work(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A curve's points train in bf16 where the CPU computes it (``--train-precision auto``) and in fp32
+    where it does not: a curve started on one CPU kind and resumed on another mixed both in one table,
+    unsaid. Each point records the precision it trained in, a point left to train in another is refused
+    before any work (naming the point and the option that trains as it did), ``--train-precision``
+    resumes it, and the table names the precision."""
+    from dataclasses import replace
+
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", _finetuned)
+    monkeypatch.setenv("NLSIM_DEVICE", "cpu")
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", "avx2 avx512f avx512_bf16")
+    cfg = replace(config(pairs_file, tmp_path / "curve", (1,)), sizes=(8,), baselines=())
+    run_learning_curve(cfg, log=lambda _: None)
+    point = tmp_path / "curve" / "runs" / "size8_seed1.json"
+    assert json.loads(point.read_text(encoding="utf-8"))["train_precision"] == "bf16"
+    assert "bf16 training" in (tmp_path / "curve" / "learning_curve.md").read_text().splitlines()[0]
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", "avx avx2 fma")
+    assert run_learning_curve(cfg, log=lambda _: None).trained == 0  # all done: nothing trains in fp32
+    real_load = nlsim.training.learning_curve.load_encoder
+    _no_work(monkeypatch)
+    with pytest.raises(StateError, match=r"size8_seed1\.json: trained in bf16.*fp32.*--train-precision bf16"):
+        run_learning_curve(replace(cfg, sizes=(8, 16)), log=lambda _: None)
+    assert not (tmp_path / "curve" / "runs" / "size16_seed1.json").exists()
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", _finetuned)
+    monkeypatch.setattr(nlsim.training.learning_curve, "load_encoder", real_load)
+    resumed = run_learning_curve(replace(cfg, sizes=(8, 16), train_precision="bf16"), log=lambda _: None)
+    assert resumed.trained == 1
