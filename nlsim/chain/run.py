@@ -65,6 +65,7 @@ from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.editors import read_editors
 from nlsim.dedup.paths import check_quarantine_beside
 from nlsim.dedup.run import STAGES, DedupResult, run_dedup
+from nlsim.dedup.window import corpus_items
 from nlsim.encoders import load_encoder, lower_states
 from nlsim.encoders.device import default_device
 from nlsim.encoders.scoring import Embeddings, KnownScores, known_scores, pair_scorer
@@ -764,14 +765,18 @@ def load_inputs(cfg: PipelineConfig) -> pd.DataFrame:
     report, its corpus (as the report loads it), the pairs it is judged on (ids, split) and the editors'
     verdicts (the store checked against the pair file). A bad row of any of them is refused now, by file,
     row and field, not after the baseline, the training and the registration of a new version; so are
-    splits fine-tuning cannot train on (:func:`check_splits`). The pairs
-    are returned as training reads them (:func:`~nlsim.clusters.verdicts.training_pairs`: a training pair
+    judged pairs none of which names two items of the corpus (pairs of another corpus, the report's
+    judge stage would refuse: :func:`~nlsim.dedup.stages.check_judge_pairs`) and splits fine-tuning cannot
+    train on (:func:`check_splits`). The pairs are returned as training reads them
+    (:func:`~nlsim.clusters.verdicts.training_pairs`: a training pair
     an editor overruled with its newer score), so that the training fingerprint changes with an overrule."""
     pairs = load_pairs(cfg.pairs)
     if cfg.make_report:
         report = cfg.dedup_config(CURRENT_MODEL)
-        stages.load(report.input)
-        stages.judge_pairs(report.report)
+        corpus = stages.load(report.input)
+        scored = stages.judge_pairs(report.report)
+        items = corpus_items(corpus)  # the bundled pairs with an own --corpus: refused now, not at the report
+        stages.check_judge_pairs(report.report, stages.JudgeScope.batch(report), items, scored)
         read_editors(report.clustering.annotated_pairs, None)
     read = read_for_training(cfg.pairs, pairs)
     check_splits(cfg, read.pairs)

@@ -375,6 +375,26 @@ def test_a_chain_into_a_report_folder_another_run_holds_is_refused_before_any_wo
     assert read_lock(tmp_path / "models") is None  # the store's lock is released too
 
 
+def test_pairs_of_another_corpus_are_refused_before_the_base_model_is_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An own --corpus with pairs none of which names two of its items (the bundled pairs, say) stops the
+    chain at its first step, before the base model, the zero-shot baseline and the training, not at the
+    report after them."""
+    pairs, _ = make_data(tmp_path, train=8, validation=8, test=4)
+    own = tmp_path / "own.csv"
+    pd.DataFrame({"id": ["x1", "x2"], "title": ["One story", "Another story"]}).to_csv(own, index=False)
+
+    def started(*args: object, **kwargs: object) -> None:
+        raise _Started
+
+    monkeypatch.setattr(chain_run, "load_encoder", started)
+    monkeypatch.setattr(chain_run, "baseline_stage", started)
+    with pytest.raises(InputError, match=r"pairs.tsv: field 'id_a': none of the 8 scored .* names two items"):
+        run_pipeline(config(tmp_path, pairs, own))
+    assert not (tmp_path / "models" / "zero-shot").exists()
+
+
 @pytest.mark.parametrize("bad", ["verdict store", "corpus"])
 def test_every_input_of_the_report_is_checked_before_training(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad: str
