@@ -386,8 +386,11 @@ def relied_on(records: list[tuple[str, str, Path | None]]) -> list[dict[str, Any
     return out
 
 
-def lost_figures(store: ModelStore, version: Path, marker: str) -> str | None:
-    """What a settled quality check (``marker``) relied on and can no longer be read (a record under
+def lost_figures(
+    store: ModelStore, version: Path, marker: str, kinds: tuple[str, ...] = ("encoder", "cross-encoder")
+) -> str | None:
+    """What a settled quality check (``marker``) relied on, of the model parts the report uses (``kinds``:
+    :func:`checked_kinds`), and can no longer be read (a record under
     ``$NLSIM_HOME`` removed or damaged: its paths would silently be lost to every later report), or a path
     of those records, or of the version's own (:func:`own_records`), stopped after a first look under a
     limit that today's limits no longer break (:func:`nlsim.inference.lossy_verdict.stale_paths`: a check
@@ -403,6 +406,8 @@ def lost_figures(store: ModelStore, version: Path, marker: str) -> str | None:
         for e in kept[marker]
     ]
     for kind, identity, folder, checked in relied + own_records(version):
+        if kind not in kinds:
+            continue
         record = load_quality_check(kind, identity, folder)[0]
         stale = stale_paths(record)
         if stale:
@@ -428,6 +433,35 @@ def own_records(version: Path) -> list[tuple[str, str, Path, list[str]]]:
             continue  # no record, or a damaged one: the manifest check of the folder says so
         out.append((kind, str(identity), folder, []))
     return out
+
+
+BI_ENCODER_ONLY = ":cosine"
+"""The suffix of a :func:`quality_marker` a check of a model's bi-encoder alone was settled for (a report
+made with ``--no-rerank``, which leaves its reranker unread): it settles no report that reranks."""
+
+
+def checked_kinds(cfg: PipelineConfig) -> tuple[str, ...]:
+    """The parts of the report's model its quality check covers: the bi-encoder, and the reranker's
+    cross-encoder unless the report is made with ``--no-rerank`` (it never runs then).
+
+    Example:
+        >>> checked_kinds(PipelineConfig.of(rerank=False))
+        ('encoder',)
+    """
+    return ("encoder",) if cfg.model.rerank is False else ("encoder", "cross-encoder")
+
+
+def settled(cfg: PipelineConfig, store: ModelStore, current: Path, marker: str) -> bool:
+    """Whether the quality check of the report's model ``current`` is settled for ``marker``: a check made
+    for it, or, for a report of the bi-encoder alone (:data:`BI_ENCODER_ONLY`), one of the whole model,
+    whose figures (of the parts the report uses: :func:`checked_kinds`) can all still be read
+    (:func:`lost_figures`; what was lost is said, and the model checked again)."""
+    done = checked_for(store, current)
+    found = [m for m in dict.fromkeys((marker, marker.removesuffix(BI_ENCODER_ONLY))) if m in done]
+    lost = [lost_figures(store, current, m, checked_kinds(cfg)) for m in found]
+    if found and None not in lost:
+        say(f"quality check of {current.name}: {lost[0]}; checked again")
+    return None in lost
 
 
 def quality_check_stage(
@@ -466,14 +500,13 @@ def quality_check_stage(
         return {"skipped": f"--precision {cfg.model.precision}"}
     current = store.current()
     marker = quality_marker(cfg, validation, default_device() if current is not None else base.device)
-    done = checked_for(store, current) if current is not None else []
-    if current is not None and marker in done:
-        lost = lost_figures(store, current, marker)
-        if lost is None:
-            return {"model": current.name, "reused": True}
-        say(f"quality check of {current.name}: {lost}; checked again")
+    if current is not None and cfg.model.rerank is False:  # the bi-encoder alone: settled apart
+        marker = f"{marker}{BI_ENCODER_ONLY}"
+    if current is not None and settled(cfg, store, current, marker):
+        return {"model": current.name, "reused": True}
     encoder = load_encoder(str(current), threads=cfg.recipe.threads) if current is not None else base
-    reranker = load_reranker(encoder.path, threads=cfg.recipe.threads) if current is not None else None
+    used = current is not None and "cross-encoder" in checked_kinds(cfg)  # --no-rerank: not the reranker's
+    reranker = load_reranker(encoder.path, threads=cfg.recipe.threads) if used else None
     cal = load_calibration(current) if current is not None else zero_shot
     records: dict[str, dict[str, Any]] = {}
     found = load_quality_check("encoder", encoder.fingerprint, encoder.path)[0]

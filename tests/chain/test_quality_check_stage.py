@@ -319,3 +319,38 @@ def _spearman(scores: object, pairs: object) -> float:
     from scipy.stats import spearmanr
 
     return float(spearmanr(scores, pairs["score"]).statistic)  # type: ignore[index]
+
+
+def test_a_report_without_its_reranker_checks_the_bi_encoder_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With --no-rerank the report never runs the model's reranker: its quality check neither loads nor
+    checks it (a damaged reranker is no reason to stop such a chain), and a check so settled does not
+    settle a report that reranks, nor does it set one aside when one is settled."""
+    import nlsim.rerank.reranker as reranker_module
+    import nlsim.training.lossy_check as lossy_check
+
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("NLSIM_PROBE", "off")
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", AVX2)
+    store, version = promoted_copy(tmp_path, "a")
+    validation = stsb_sample(train=0, validation=24, test=0)
+    reranks = config(tmp_path, store)
+    alone = reranks.with_(rerank=False)
+    reused = {"model": version.name, "reused": True}
+
+    def unread(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the reranker was read for a report made without it")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(reranker_module, "load_reranker", unread)
+        patched.setattr(lossy_check, "check_cross_encoder", unread)
+        assert "written" in quality_check_stage(alone, store, None, validation, None)
+        assert quality_check_stage(alone, store, None, validation, None) == reused
+    assert "written" in quality_check_stage(reranks, store, None, validation, None)  # not settled by it
+    fresh = tmp_path / "again"
+    store, version = promoted_copy(fresh, "b")
+    reranks, alone = config(fresh, store), config(fresh, store).with_(rerank=False)
+    assert "written" in quality_check_stage(reranks, store, None, validation, None)
+    reused = {"model": version.name, "reused": True}
+    assert quality_check_stage(alone, store, None, validation, None) == reused
