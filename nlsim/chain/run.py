@@ -207,7 +207,9 @@ def cached_baseline(cached: Path) -> dict[str, Any] | None:
 
 def baseline_stage(cfg: PipelineConfig, store: ModelStore, base: Any, pairs: pd.DataFrame) -> Baseline:
     """The zero-shot figures and calibration (cached in the store's ``zero-shot/`` by what they depend on:
-    its ``baseline.json``, written after the calibration and removed before it is written again)."""
+    its ``baseline.json``, written after the calibration and removed before it is written again), with,
+    above the topic level, the topic calibration of the zero-shot report's topic groups (at the topic level
+    or below, none: an earlier run's is removed, as fine-tuning writes none there)."""
     validation = pairs[pairs["split"] == "validation"]
     test = pairs[pairs["split"] == "test"]
     folder = store.zero_shot_dir()
@@ -221,7 +223,8 @@ def baseline_stage(cfg: PipelineConfig, store: ModelStore, base: Any, pairs: pd.
     cached = folder / "baseline.json"
     data = cached_baseline(cached)
     if data is not None:
-        topics_known = cfg.level <= TOPIC_LEVEL or (folder / TOPIC_CALIBRATION_JSON).is_file()
+        # a topic calibration at a story level, none at the topic level (one there is of another run)
+        topics_known = (folder / TOPIC_CALIBRATION_JSON).is_file() == (cfg.level > TOPIC_LEVEL)
         if data.get("key") == key and load_calibration(folder) is not None and topics_known:
             say(f"baseline: zero-shot {cfg.base_model} figures reused ({cached})")
             return Baseline(data["metrics"])
@@ -255,18 +258,7 @@ def baseline_stage(cfg: PipelineConfig, store: ModelStore, base: Any, pairs: pd.
     # key beside the calibration of another for the next chain to take as its cache
     cached.unlink(missing_ok=True)
     save_calibration(cal, folder / "calibration.json")
-    if cfg.level > TOPIC_LEVEL:  # the zero-shot report's topic groups (nlsim/clusters/topics.py)
-        topic = calibrate_scores(
-            scores,
-            gold,
-            level=TOPIC_LEVEL,
-            conversion=cfg.convert or "none",
-            split="validation",
-            model=base.model_id,
-            fingerprint=base.fingerprint,
-            pairs_file=str(cfg.pairs),
-        )
-        save_calibration(topic, folder / TOPIC_CALIBRATION_JSON)
+    save_topic_calibration(cfg, base, scores, gold, folder / TOPIC_CALIBRATION_JSON)
     atomic_write_text(cached, json.dumps({"key": key, "metrics": metrics}, indent=2) + "\n")
     say(
         f"baseline: zero-shot {cfg.base_model}: validation Spearman {metrics['spearman']:.2f}, "
@@ -282,6 +274,28 @@ def baseline_stage(cfg: PipelineConfig, store: ModelStore, base: Any, pairs: pd.
         ),
         vectors,
     )
+
+
+def save_topic_calibration(
+    cfg: PipelineConfig, base: Any, scores: np.ndarray, gold: np.ndarray, path: Path
+) -> None:
+    """The zero-shot report's topic groups' calibration (:mod:`nlsim.clusters.topics`), at ``path``: the
+    base model's validation ``scores`` calibrated at the topic level, above it; at it or below, none (the
+    story threshold is the topic level's), and an earlier run's is removed."""
+    if cfg.level <= TOPIC_LEVEL:
+        path.unlink(missing_ok=True)
+        return
+    topic = calibrate_scores(
+        scores,
+        gold,
+        level=TOPIC_LEVEL,
+        conversion=cfg.convert or "none",
+        split="validation",
+        model=base.model_id,
+        fingerprint=base.fingerprint,
+        pairs_file=str(cfg.pairs),
+    )
+    save_calibration(topic, path)
 
 
 def evaluate_stage(

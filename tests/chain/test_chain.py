@@ -1220,3 +1220,27 @@ def test_a_baseline_stopped_while_it_writes_leaves_no_cache_of_another_calibrati
     kept = load_calibration(store.zero_shot_dir())
     assert kept.level == 0.8 and kept.threshold == pytest.approx(again["threshold"])
     assert again["threshold"] == pytest.approx(first["threshold"])
+
+
+@pytest.mark.slow
+def test_a_baseline_at_the_topic_level_leaves_no_topic_calibration_of_another_run(tmp_path: Path) -> None:
+    """A baseline at a story level keeps the zero-shot topic calibration its report's topic groups read; a
+    later one at the topic level (0.75) or below calibrates none, and took the earlier one as still the
+    store's: the zero-shot report drew topic groups at a threshold of other pairs or another base model.
+    It is removed, and a cache an earlier chain left so beside one is computed again."""
+    from nlsim.evaluation.calibration import TOPIC_CALIBRATION_JSON
+    from nlsim.io.pairs import load_pairs
+
+    pairs, corpus = make_data(tmp_path, train=8, validation=24, test=8)
+    table = load_pairs(pairs)
+    store = ModelStore(tmp_path / "models")
+    store.claim()
+    base = load_encoder(FAST_MODEL)
+    topic = store.zero_shot_dir() / TOPIC_CALIBRATION_JSON
+    chain_run.baseline_stage(config(tmp_path, pairs, corpus, level=0.8), store, base, table)
+    kept = topic.read_bytes()
+    chain_run.baseline_stage(config(tmp_path, pairs, corpus, level=0.75), store, base, table)
+    assert not topic.exists()
+    topic.write_bytes(kept)  # as an earlier chain left it beside the cache of this level
+    chain_run.baseline_stage(config(tmp_path, pairs, corpus, level=0.75), store, base, table)
+    assert not topic.exists()
