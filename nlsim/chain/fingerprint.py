@@ -1,10 +1,11 @@
 """The training fingerprint: what a fine-tuned model was made from.
 
 A model's fingerprint is the SHA-256 of three parts: the annotated pairs' content (each pair's id, texts,
-score and split, in pair-id order: a file rewritten with other line endings or column order is the same
-content; the pairs as training reads them, :func:`nlsim.clusters.verdicts.training_pairs`, so a training
-pair an editor overruled counts with the editor's newer score and an overrule that changes a score is
-another fingerprint), the base model's fingerprint (its weights, tokenizer and settings), and the training
+score and split, in pair-id order: a file rewritten with other line endings, column order or row order is
+the same content, a pair given in several rows under several ids named by the smallest; the pairs as
+training reads them, :func:`nlsim.clusters.verdicts.training_pairs`, so a training pair an editor overruled
+counts with the editor's newer score and an overrule that changes a score is another fingerprint), the base
+model's fingerprint (its weights, tokenizer and settings), and the training
 settings. The model store keeps the parts beside each version, so a run can say *what* changed since a
 cached model.
 
@@ -27,6 +28,7 @@ import pandas as pd
 
 from nlsim.io.pairs import annotations_digest
 from nlsim.training.config import FinetuneConfig
+from nlsim.training.data import SMALLEST_IDS
 
 NOT_TRAINING = (
     "pairs",
@@ -74,7 +76,13 @@ def training_settings(cfg: FinetuneConfig, device: Any = None) -> dict[str, Any]
 def training_fingerprint(
     pairs: pd.DataFrame, base_fingerprint: str, settings: dict[str, Any]
 ) -> tuple[str, dict]:
-    """``(fingerprint, parts)`` of a model trained on ``pairs`` from a base with ``base_fingerprint``."""
+    """``(fingerprint, parts)`` of a model trained on ``pairs`` from a base with ``base_fingerprint``: a pair
+    given in several rows under several ids is named by the smallest of them (read for training,
+    :func:`nlsim.training.data.read_for_training`, it keeps the first row's, and the rows re-sorted are the
+    same pairs: the same version)."""
+    names = pairs.attrs.get(SMALLEST_IDS) or {}
+    if names:
+        pairs = pairs.assign(pair_id=[names.get(str(i), i) for i in pairs["pair_id"]])
     parts = {
         "annotations": annotations_digest(pairs),
         "base_model": base_fingerprint,

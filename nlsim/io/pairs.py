@@ -509,6 +509,28 @@ def count_once(
         >>> len(count_once(df, "p.tsv")), len(count_once(df, "p.tsv", conversion="tw2sp"))
         (2, 1)
     """
+    keep, repeated = _repeats(frame, conversion)
+    if repeated:
+        converted = conversion if conversion is not None and conversion != "none" else None
+        _warn_repeated(frame, repeated, source, shown, converted)
+    return frame[np.array(keep, dtype=bool)]  # a list, empty, would pick no column
+
+
+def repeated_rows(frame: pd.DataFrame, conversion: str | None = None) -> list[tuple[int, int]]:
+    """The rows :func:`count_once` leaves out of ``frame`` (its index the file's rows from 0), each with
+    the earlier row whose pair it repeats (both from 1), in file order; said nowhere.
+
+    Example:
+        >>> df = pd.DataFrame({"text_a": ["A", "c", "b "], "text_b": ["B", "d", "a"], "split": "test"})
+        >>> repeated_rows(df)
+        [(3, 1)]
+    """
+    return _repeats(frame, conversion)[1]
+
+
+def _repeats(frame: pd.DataFrame, conversion: str | None) -> tuple[list[bool], list[tuple[int, int]]]:
+    """Which rows of ``frame`` :func:`count_once` keeps, and those it leaves out with the row each repeats
+    (from 1)."""
     keyed = frame
     if conversion is not None and conversion != "none":
         keyed = frame.assign(text_a=model_texts(frame["text_a"].astype(str), conversion))
@@ -523,9 +545,7 @@ def count_once(
         keep.append(first is None)
         if first is not None:
             repeated.append((int(row) + 1, first))
-    if repeated:
-        _warn_repeated(frame, repeated, source, shown, conversion if keyed is not frame else None)
-    return frame[np.array(keep, dtype=bool)]  # a list, empty, would pick no column
+    return keep, repeated
 
 
 def _warn_repeated(

@@ -36,6 +36,7 @@ from nlsim.io.pairs import (
     count_once,
     item_id,
     load_pairs,
+    repeated_rows,
     split_counts,
     validate_pairs,
     warn_unsplit,
@@ -206,7 +207,8 @@ def read_for_training(pairs_file: str | Path, every: pd.DataFrame | None = None)
     score (:func:`~nlsim.clusters.verdicts.training_pairs`), and a pair given in two rows counted once
     (:func:`~nlsim.io.pairs.count_once`). Fine-tuning, the chain and the learning curve read them so. The
     pairs' rows in the file (from 1) are kept in their table's ``attrs["rows"]`` (:data:`ROWS`), for
-    :func:`check_converted_leaks` to name."""
+    :func:`check_converted_leaks` to name, and the smallest id of a pair given in several rows under
+    several ids in ``attrs["smallest_ids"]`` (:data:`SMALLEST_IDS`: :func:`smallest_ids`)."""
     every = load_pairs(pairs_file) if every is None else every
     warn_unsplit(every, TRAINING_SPLITS, pairs_file)
     read = training_pairs(pairs_file, every)
@@ -214,11 +216,39 @@ def read_for_training(pairs_file: str | Path, every: pd.DataFrame | None = None)
     rows = [int(i) + 1 for i in once.index]
     once = once.reset_index(drop=True)
     once.attrs[ROWS] = rows
+    once.attrs[SMALLEST_IDS] = smallest_ids(read.pairs)
     return replace(read, pairs=once)
 
 
 ROWS = "rows"
 """The ``attrs`` key of a table of pairs read for training that holds each pair's row in its file (from 1)."""
+
+SMALLEST_IDS = "smallest_ids"
+"""The ``attrs`` key of a table of pairs read for training that maps the id of a pair given in several rows
+(the row kept) to the smallest of the ids it was given under, where that is another (:func:`smallest_ids`)."""
+
+
+def smallest_ids(every: pd.DataFrame) -> dict[str, str]:
+    """For each pair of ``every`` (its index the file's rows from 0) given in several rows of a split under
+    several ids, the id of the row :func:`~nlsim.io.pairs.count_once` keeps (the first) mapped to the
+    smallest of its ids, where that is another: which row comes first is the file's order, the pair the
+    same (the training fingerprint names it so: :func:`nlsim.chain.fingerprint.training_fingerprint`).
+
+    Example:
+        >>> df = pd.DataFrame({"pair_id": ["p9", "p2", "p1"], "text_a": ["A", "c", "a"],
+        ...                    "text_b": ["B", "d", "b"], "split": "train"})
+        >>> smallest_ids(df)
+        {'p9': 'p1'}
+    """
+    ids = {int(row) + 1: str(i) for row, i in zip(every.index, every["pair_id"], strict=True)}
+    repeats = dict(repeated_rows(every))
+    names: dict[str, str] = {}
+    for row, first in repeats.items():
+        while first in repeats:  # the row it repeats repeats another: the kept one is further up
+            first = repeats[first]
+        kept = ids[first]
+        names[kept] = min(names.get(kept, kept), ids[row])
+    return {kept: name for kept, name in names.items() if name != kept}
 
 
 def file_rows(pairs: pd.DataFrame) -> list[int]:

@@ -3,6 +3,8 @@ trained on the machine in hand."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from nlsim.chain.fingerprint import FP32_EPOCHS, training_settings
@@ -79,3 +81,31 @@ def test_an_overrule_that_changes_a_training_score_is_another_annotations_digest
     read = with_overrules(pairs, newer)
     assert annotations_digest(read.pairs) != first and len(read.overruled) == 1
     assert pairs["score"].tolist() == [0.75, 0.75]  # the table given is not changed
+
+
+def test_a_pair_given_under_two_ids_is_the_same_version_whatever_the_rows_order(tmp_path: Path) -> None:
+    """Training reads a pair given in two rows once, the first row's: the file re-sorted put the other id
+    first, and the same pairs made another version, trained again. The pair is named by the smaller of its
+    ids; a file without such a pair keeps the digest of its versions."""
+    import pandas as pd
+
+    from nlsim.chain.fingerprint import training_fingerprint
+    from nlsim.io.pairs import annotations_digest
+    from nlsim.training.data import read_for_training
+
+    rows = [
+        ("p1", "train", "a1", "b1", "Floods north", "Floods in the north", 1.0),
+        ("p2", "train", "a2", "b2", "Stocks up", "Rain today", 0.0),
+        ("p3", "validation", "a3", "b3", "Rain today", "Rain tomorrow", 0.5),
+        ("p9", "train", "a1", "b1", "Floods north", "Floods in the north", 1.0),
+    ]
+    table = pd.DataFrame(rows, columns=["pair_id", "split", "id_a", "id_b", "text_a", "text_b", "score"])
+    written = {"as given": table, "re-sorted": table.iloc[::-1], "once": table.iloc[:3]}
+    found = {}
+    for name, frame in written.items():
+        path = tmp_path / f"{name}.tsv"
+        frame.to_csv(path, sep="\t", index=False)
+        found[name] = training_fingerprint(read_for_training(path).pairs, "base", {"epochs": 1})
+    assert found["as given"] == found["re-sorted"] == found["once"]
+    once = read_for_training(tmp_path / "once.tsv").pairs
+    assert found["once"][1]["annotations"] == annotations_digest(once)  # no repeat: named as before
