@@ -110,6 +110,26 @@ def unused_on(device: Any) -> tuple[str, ...]:
     return GPU_ONLY if kind == "cpu" else ()
 
 
+def auto_precision(device: Any) -> str:
+    """The arithmetic ``--train-precision auto`` trains in on ``device`` (this machine's CPU, or a GPU):
+    :func:`nlsim.training.mixed_precision.resolve`."""
+    import torch  # deferred: heavy, loaded only when needed
+
+    from nlsim.training.mixed_precision import resolve
+
+    return resolve("auto", device if isinstance(device, torch.device) else torch.device(str(device)))[0]
+
+
+def _auto_as_asked(old: dict[str, Any], new: dict[str, Any], auto_here: str | None) -> dict[str, Any]:
+    """``new``'s parts with ``--train-precision auto`` read as ``auto_here`` (what it trains in on the
+    machine) where ``old`` asked that precision by name: the same arithmetic, the same model. Not the other
+    way: a version asked ``auto`` may have been trained in either, where it was trained not being kept."""
+    was, now = old.get("training") or {}, new.get("training") or {}
+    if auto_here is None or now.get("train_precision") != "auto" or was.get("train_precision") != auto_here:
+        return new
+    return {**new, "training": {**now, "train_precision": auto_here}}
+
+
 def _named_apart(parts: dict[str, Any], unused: tuple[str, ...] = ()) -> dict[str, Any]:
     """The training settings less the base model's name (``model``): the same weights named otherwise (a
     short name, the full hub name, a folder) are the same base model, which its fingerprint decides; and
@@ -117,10 +137,13 @@ def _named_apart(parts: dict[str, Any], unused: tuple[str, ...] = ()) -> dict[st
     return {k: v for k, v in (parts.get("training") or {}).items() if k != "model" and k not in unused}
 
 
-def same_training(old: dict[str, Any], new: dict[str, Any], unused: tuple[str, ...] = ()) -> bool:
+def same_training(
+    old: dict[str, Any], new: dict[str, Any], unused: tuple[str, ...] = (), auto_here: str | None = None
+) -> bool:
     """Whether two fingerprints' parts train the same model: the same annotations, the same base model (by
     its fingerprint, whatever its name) and the same settings, but for those the machine training it does
-    not use (``unused``: :func:`unused_on`).
+    not use (``unused``: :func:`unused_on`), and with ``new``'s ``--train-precision auto`` the precision
+    it trains in there (``auto_here``: :func:`auto_precision`) where ``old`` asked that one by name.
 
     Example:
         >>> old = {"annotations": "a", "base_model": "b", "training": {"model": "m", "epochs": 2}}
@@ -132,7 +155,12 @@ def same_training(old: dict[str, Any], new: dict[str, Any], unused: tuple[str, .
         >>> b = {**old, "training": {"model": "m", "epochs": 2, "gpu_batch_size": 64}}
         >>> same_training(a, b), same_training(a, b, unused_on("cpu"))
         (False, True)
+        >>> fp32 = {**old, "training": {"model": "m", "train_precision": "fp32"}}
+        >>> auto = {**old, "training": {"model": "m", "train_precision": "auto"}}
+        >>> same_training(fp32, auto, auto_here="fp32"), same_training(auto, fp32, auto_here="fp32")
+        (True, False)
     """
+    new = _auto_as_asked(old, new, auto_here)
     return (
         old.get("annotations") == new.get("annotations")
         and old.get("base_model") == new.get("base_model")
@@ -140,9 +168,13 @@ def same_training(old: dict[str, Any], new: dict[str, Any], unused: tuple[str, .
     )
 
 
-def what_changed(old: dict[str, Any], new: dict[str, Any], unused: tuple[str, ...] = ()) -> list[str]:
+def what_changed(
+    old: dict[str, Any], new: dict[str, Any], unused: tuple[str, ...] = (), auto_here: str | None = None
+) -> list[str]:
     """Which parts differ between two fingerprints' parts (for the run's message), but for the settings the
-    machine training does not use (``unused``: :func:`unused_on`)."""
+    machine training does not use (``unused``: :func:`unused_on`) and ``auto_here`` as
+    :func:`same_training` reads it."""
+    new = _auto_as_asked(old, new, auto_here)
     out = []
     if old.get("annotations") != new.get("annotations"):
         out.append("the annotated pairs changed")

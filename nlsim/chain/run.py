@@ -52,6 +52,7 @@ from nlsim.chain.config import PipelineConfig
 from nlsim.chain.eta import ChainWork
 from nlsim.chain.eta import describe as describe_eta
 from nlsim.chain.fingerprint import (
+    auto_precision,
     same_training,
     training_fingerprint,
     training_settings,
@@ -1150,15 +1151,16 @@ def candidate_version(
     settings = training_settings(cfg.finetune_config(None), base.device)
     fingerprint, parts = training_fingerprint(pairs, base.fingerprint, settings)
     version = None if cfg.force_train else store.find(fingerprint)
-    unused = unused_on(base.device)
+    unused, auto_here = unused_on(base.device), auto_precision(base.device)
     if (
         version is None and not cfg.force_train
-    ):  # the same base model named otherwise (a folder, its hub name), or a setting unused here
+    ):  # the same base model named otherwise (a folder, its hub name), a setting unused here, or the
+        # precision --train-precision auto trains in here asked by name
         version = next(
             (
                 v
                 for v in reversed(store.versions())
-                if same_training((store.info(v) or {}).get("parts") or {}, parts, unused)
+                if same_training((store.info(v) or {}).get("parts") or {}, parts, unused, auto_here)
             ),
             None,
         )
@@ -1174,7 +1176,7 @@ def candidate_version(
         return version, fingerprint, False
     latest = next((v for v in reversed(store.versions()) if store.info(v)), None)
     if latest is not None:
-        why = what_changed(store.info(latest).get("parts", {}), parts, unused) or ["--force-train"]
+        why = what_changed(store.info(latest).get("parts", {}), parts, unused, auto_here) or ["--force-train"]
         say(f"finetune: training a new version ({'; '.join(why)} since {latest.name})")
     first_seconds = before_training() if before_training is not None else None
     version = store.new_version_dir(fingerprint)

@@ -1118,6 +1118,55 @@ def test_a_setting_that_changes_nothing_where_the_model_trains_reuses_the_versio
         assert trained == ["finetune"]
 
 
+@pytest.mark.parametrize(
+    ("flags", "trained_with", "now", "reused"),
+    [
+        ("avx avx2 fma", "fp32", "auto", True),  # auto trains in fp32 there: the same model
+        ("avx avx2 fma avx512f avx512bw avx512_bf16", "fp32", "auto", False),  # auto trains in bf16 there
+        ("avx avx2 fma", "auto", "fp32", False),  # where the auto version was trained (in bf16?) is not kept
+    ],
+)
+def test_train_precision_auto_reuses_a_version_asked_the_precision_it_trains_in_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: str, trained_with: str, now: str, reused: bool
+) -> None:
+    """A version trained with --train-precision fp32, and a chain left at auto on a CPU without bf16
+    instructions, where auto trains in fp32: the same model, yet it was trained again ('training settings
+    changed: train_precision'). It is reused; where auto trains in bf16 it is another model. A version
+    trained at auto is not taken for an explicit fp32: it may have been trained in bf16 elsewhere, and its
+    fingerprint, the name of every version trained at the default, reads the setting as asked."""
+    from nlsim.chain.fingerprint import training_fingerprint, training_settings
+    from nlsim.io.pairs import load_pairs
+
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", flags)
+    pairs, corpus = make_data(tmp_path, train=8, validation=8, test=4)
+    table = load_pairs(pairs)
+    base = _FakeBase("cpu")
+    before = config(tmp_path, pairs, corpus, report=False, train_precision=trained_with)
+    settings = training_settings(before.finetune_config(None), base.device)
+    fingerprint, parts = training_fingerprint(table, base.fingerprint, settings)
+    store = ModelStore(before.model_store)
+    store.claim()
+    version = store.new_version_dir(fingerprint)
+    version.mkdir(parents=True)
+    store.register(version, {"fingerprint": fingerprint, "parts": parts})
+    trained: list[str] = []
+
+    def training(*args: object, **kwargs: object) -> None:  # the training's plan, made as it starts
+        trained.append("finetune")
+        raise TrainingStopped
+
+    monkeypatch.setattr(chain_run, "chain_work", training)
+    monkeypatch.setattr(chain_run, "load_version", lambda version: None)  # no model files in this store
+    cfg = config(tmp_path, pairs, corpus, report=False, train_precision=now)
+    if reused:
+        found, kept, fresh = chain_run.candidate_version(cfg, store, chain_run.direct, base, table, "now")
+        assert (found, kept, fresh, trained) == (version, fingerprint, False, [])
+    else:
+        with pytest.raises(TrainingStopped):
+            chain_run.candidate_version(cfg, store, chain_run.direct, base, table, "now")
+        assert trained == ["finetune"]
+
+
 @pytest.mark.slow
 def test_a_first_report_from_cached_embeddings_is_not_the_estimates_measure_of_embedding(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
