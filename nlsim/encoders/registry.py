@@ -40,6 +40,8 @@ TOKENIZER_JSON = "tokenizer.json"
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json")
 """The names a Hugging Face folder's weights have."""
 DEFAULT_MAX_LENGTH = 256
+ST_CONFIG_JSON = "config_sentence_transformers.json"
+"""A sentence-transformers folder's settings: nlsim reads the prefix from its default prompt."""
 log = logging.getLogger(__name__)
 
 
@@ -288,16 +290,56 @@ def folder_settings(folder: Path) -> dict[str, Any]:
         except ValueError as exc:
             raise ConfigError(f"{nj}: not valid JSON ({exc})") from exc
         return _checked_settings(nj, meta)
-    st = folder / "config_sentence_transformers.json"
+    st = folder / ST_CONFIG_JSON
     if st.is_file():
-        try:
-            conf = json.loads(st.read_text(encoding="utf-8"))
-        except ValueError:
-            conf = {}
-        default = conf.get("default_prompt_name")
-        if default and isinstance(conf.get("prompts"), dict):
-            meta["prefix"] = conf["prompts"].get(default) or ""
+        prompt = _default_prompt(st)
+        if prompt is not None:
+            meta["prefix"] = prompt
     return meta
+
+
+def _default_prompt(path: Path) -> str | None:
+    """The default prompt the sentence-transformers config at ``path`` names (``None``: it names none), or
+    a :class:`ConfigError` naming the file and the key when it is not a JSON object, its
+    ``default_prompt_name`` is not text, or its ``prompts`` not an object of texts: the file may be
+    written by hand, and a list there stopped the load in an AttributeError.
+
+    Example:
+        >>> import tempfile
+        >>> st = Path(tempfile.mkdtemp()) / ST_CONFIG_JSON
+        >>> _ = st.write_text('{"prompts": {"query": "query: "}, "default_prompt_name": "query"}')
+        >>> _default_prompt(st)
+        'query: '
+        >>> _ = st.write_text('{"prompts": ["query: "], "default_prompt_name": "query"}')
+        >>> _default_prompt(st)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.ConfigError: .../config_sentence_transformers.json: 'prompts' must be an object of ...
+    """
+    try:
+        conf = json.loads(path.read_text(encoding="utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except ValueError as exc:
+        raise ConfigError(f"{path}: not valid JSON ({exc})") from exc
+    if not isinstance(conf, dict):
+        raise ConfigError(
+            f"{path}: not a JSON object of sentence-transformers settings (prompts, default_prompt_name), "
+            f"got {conf!r:.60}"
+        )
+    default = conf.get("default_prompt_name")
+    prompts = conf.get("prompts")
+    if default is not None and not isinstance(default, str):
+        raise ConfigError(f"{path}: 'default_prompt_name' must be the name of a prompt, got {default!r:.60}")
+    if prompts is not None and not (
+        isinstance(prompts, dict) and all(isinstance(v, str) for v in prompts.values())
+    ):
+        raise ConfigError(
+            f"{path}: 'prompts' must be an object of names and their texts, got {prompts!r:.60}"
+        )
+    if not default or prompts is None:
+        return None
+    return prompts.get(default) or ""
 
 
 def check_weight_files(folder: Path) -> None:

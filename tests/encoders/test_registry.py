@@ -229,3 +229,40 @@ def test_a_folder_without_its_tokenizer_or_config_files_is_refused_by_the_missin
     (folder / "model.safetensors").unlink()
     with pytest.raises(ConfigError, match=r"m: not a model folder \(no config\.json\)"):
         _transformer_subfolder(folder)
+
+
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [
+        ("[]", "not a JSON object"),
+        ("null", "not a JSON object"),
+        ("5", "not a JSON object"),
+        ('"query: "', "not a JSON object"),
+        ('{"prompts": {"query": "query: "}, "default_prompt_name": "qu', "not valid JSON"),
+        ("", "not valid JSON"),
+        ('{"prompts": ["query: "], "default_prompt_name": "query"}', "'prompts'"),
+        ('{"prompts": {"query": 5}, "default_prompt_name": "query"}', "'prompts'"),
+        ('{"prompts": {"query": "query: "}, "default_prompt_name": ["query"]}', "'default_prompt_name'"),
+    ],
+)
+def test_a_sentence_transformers_config_that_is_not_an_object_of_prompts_is_refused_by_name(
+    settings: str, named: str, tmp_path: Path, l3_root: Path
+) -> None:
+    """A sentence-transformers folder without nlsim.json takes its prefix from the default prompt of its
+    config_sentence_transformers.json; one holding a list, a number or null stopped the load in an
+    AttributeError, a list as the prompt's name in a TypeError, a prompt that is a number the first
+    encode, and one cut short was read as no prompt at all (the model read without its prefix). Each is a
+    ConfigError naming the file and the key; one written with a byte-order mark is read."""
+    import shutil
+
+    dst = tmp_path / "st-folder"
+    shutil.copytree(l3_root / "paraphrase-MiniLM-L3-v2", dst)
+    (dst / "nlsim.json").unlink()
+    (dst / "manifest.json").unlink()  # a sentence-transformers folder: no nlsim file list either
+    st = dst / "config_sentence_transformers.json"
+    st.write_text(settings, encoding="utf-8")
+    with pytest.raises(ConfigError, match="config_sentence_transformers.json") as caught:
+        load_encoder(dst).encode(["Floods in the north"], progress=False)
+    assert named in str(caught.value)
+    st.write_text('{"prompts": {"query": "query: "}, "default_prompt_name": "query"}', encoding="utf-8-sig")
+    assert load_encoder(dst).prefix == "query: "
