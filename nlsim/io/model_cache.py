@@ -73,11 +73,30 @@ def _stamps_file() -> Path:
 
 
 def _read_stamps(path: Path) -> dict[str, Any]:
+    """The entries :data:`STAMPS` remembers (each a dict of its ``stamps`` and ``value``); none where the
+    file is missing, of another format or damaged (not JSON, cut short, not an object): a cache, written
+    again whole at the next value remembered. A damaged entry alone is left out.
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / STAMPS
+        >>> _ = path.write_text('{"format": 1, "entries": {"a": {"stamps": [], "value": 1}, "b": 5}}')
+        >>> _read_stamps(path)
+        {'a': {'stamps': [], 'value': 1}}
+        >>> _ = path.write_text("[]")
+        >>> _read_stamps(path)
+        {}
+    """
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    return data.get("entries", {}) if data.get("format") == STAMPS_FORMAT else {}
+    if not isinstance(data, dict) or data.get("format") != STAMPS_FORMAT:
+        return {}
+    entries = data.get("entries")
+    if not isinstance(entries, dict):
+        return {}
+    return {k: e for k, e in entries.items() if isinstance(e, dict) and {"stamps", "value"} <= e.keys()}
 
 
 def remembered(key: str, stat_paths: list[Path], compute: Callable[[], Any]) -> Any:

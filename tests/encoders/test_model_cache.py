@@ -94,3 +94,40 @@ def test_corrupt_converted_model_is_rebuilt(tmp_path: Path) -> None:
     assert weights.read_bytes() == good
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["files"]["model.safetensors"]["size"] == len(good)
+
+
+@pytest.mark.parametrize(
+    "stamps",
+    [
+        "[]",
+        "null",
+        "5",
+        '{"format": 1, "entries": []}',
+        '{"format": 1, "entries": {"sha256:KEY": 5}}',
+        '{"format": 1, "entries": {"sha256:KEY": {"stamps": "STAMPS"}}}',
+        '{"format": 1, "entries": {"sha',
+        "",
+    ],
+)
+def test_a_damaged_file_stamps_json_is_remembered_again(
+    stamps: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """$NLSIM_HOME/file-stamps.json is a cache nlsim writes (docs/encoders.md): one holding JSON that is
+    not an object, or entries that are not, stopped every model load with "AttributeError: 'list' object
+    has no attribute 'get'" until the file was found and deleted by hand. It is read as remembering
+    nothing: the hash is computed and the file written again whole."""
+    from nlsim.io import model_cache
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("NLSIM_HOME", str(home))
+    monkeypatch.setattr(model_cache, "SETTLED_NS", -1)  # every file counts as settled: it is remembered
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"weights" * 100)
+    key = f"sha256:{weights.resolve()}"
+    stamp = json.dumps([[str(weights.resolve()), model_cache._stamp(weights.resolve().stat())]])
+    text = stamps.replace("KEY", str(weights.resolve())).replace('"STAMPS"', stamp)
+    (home / model_cache.STAMPS).write_text(text, encoding="utf-8")
+    assert model_cache.known_sha256(weights) == model_cache.file_sha256(weights)
+    data = json.loads((home / model_cache.STAMPS).read_text(encoding="utf-8"))
+    assert data["entries"][key]["value"] == model_cache.file_sha256(weights)
