@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from nlsim.evaluation.calibration import (
 )
 from nlsim.io.model_store import CURRENT, HISTORY, VERSIONS, ZERO_SHOT, ModelStore, Promoted
 from nlsim.io.ownership import MARKER, held_names, is_owned
+from nlsim.io.records import mistyped_fields
 from nlsim.models.settings import CURRENT_MODEL, DEFAULT_MODEL, ModelSettings
 from nlsim.models.threshold import Levels, Threshold, resolve_threshold, resolve_topic_threshold
 from nlsim.progress import say
@@ -104,11 +105,16 @@ def model_summary(folder: Path | None, store_info: dict[str, Any] | None) -> Mod
     metrics, trained = None, None
     try:
         training = json.loads((folder / "training.json").read_text(encoding="utf-8"))
-        metrics = training.get("metrics", {})
-        keys = ("n_train", "n_validation", "seconds", "editor_labels")
-        trained = TrainingFacts(**{k: training.get(k) for k in keys})
     except (OSError, ValueError):
-        pass
+        training = None
+    if isinstance(training, dict):  # else unreadable, or no record nlsim wrote (another tool's file)
+        metrics = training.get("metrics", {})
+        metrics = (
+            {k: v for k, v in metrics.items() if isinstance(v, dict)} if isinstance(metrics, dict) else {}
+        )
+        facts = {f.name: training.get(f.name) for f in fields(TrainingFacts)}
+        wrong = mistyped_fields(TrainingFacts, facts)
+        trained = TrainingFacts(**{k: v for k, v in facts.items() if k not in wrong})
     curve = folder / "learning_curve.png"
     return ModelCard(metrics, trained, store_info or None, str(curve) if curve.is_file() else None)
 

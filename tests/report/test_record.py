@@ -148,3 +148,37 @@ def test_run_json_keeps_the_near_miss_limit_and_an_older_one_reads_without_it(tm
     assert "- near misses: none asked for (`--near-misses 0`)" in summary
     del run["near_miss_limit"]
     assert RunRecord.from_dict(run).near_miss_limit is None
+
+
+@pytest.mark.parametrize(
+    "training",
+    [
+        "[]",
+        "null",
+        "5",
+        '{"metrics": [1]}',
+        '{"metrics": {"after/test": 88.2}}',
+        '{"metrics": {}, "n_train": "many", "seconds": [1], "editor_labels": 5}',
+    ],
+)
+def test_a_training_json_nlsim_did_not_write_gives_the_model_card_no_figures(
+    training: str, tmp_path: Path
+) -> None:
+    """A model folder's training.json gives the report's model card its figures and training facts; a
+    folder of another tool's may hold a file of that name that is no such record. A JSON list, null or a
+    number there stopped the run with "AttributeError: 'list' object has no attribute 'get'", and figures
+    or facts of another kind crashed the page as it was written. What is not of the kind nlsim writes is
+    left out of the card, as an unreadable file is; what is, is kept."""
+    from nlsim.models.choice import model_summary
+    from nlsim.report.record import ModelCard, TrainingFacts
+
+    (tmp_path / "training.json").write_text(training, encoding="utf-8")
+    card = model_summary(tmp_path, None)
+    assert card.metrics in (None, {}) and card.spearman("after/test") is None
+    assert card.trained in (None, TrainingFacts())
+    (tmp_path / "training.json").write_text(
+        json.dumps({"metrics": {"after/test": {"spearman": 88.2}}, "n_train": 12, "seconds": "slow"}),
+        encoding="utf-8",
+    )
+    card = model_summary(tmp_path, None)
+    assert card == ModelCard({"after/test": {"spearman": 88.2}}, TrainingFacts(n_train=12))
