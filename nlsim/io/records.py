@@ -17,10 +17,71 @@ Example:
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Mapping
 from dataclasses import MISSING, fields, is_dataclass
+from pathlib import Path
 from types import UnionType
 from typing import Any, Union, get_args, get_origin, get_type_hints
+
+
+class NotAJsonObject(ValueError):
+    """A file that holds no JSON object (:func:`read_json_object`); its message says why, in words, without
+    the file's name (the reader says it, with what to do)."""
+
+
+def _json_kind(value: Any) -> str:
+    """What a JSON value is, in JSON's words.
+
+    >>> _json_kind([1]), _json_kind(None), _json_kind(5.0), _json_kind("a"), _json_kind(True)
+    ('list', 'null', 'number', 'text', 'true/false')
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "number"
+    return "text" if isinstance(value, str) else "list"
+
+
+def read_json_object(path: str | Path, holds: str = "") -> dict[str, Any]:
+    """The JSON object the file at ``path`` holds (a UTF-8 byte-order mark before it is skipped), or a
+    :class:`NotAJsonObject` saying why not: not UTF-8 text, empty, not valid JSON (cut short, say), or JSON
+    of another kind (``holds``: what the object holds, for the message). An :class:`OSError` (no such
+    file) is the caller's.
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "settings.json"
+        >>> _ = path.write_text('\\ufeff{"max_length": 64}', encoding="utf-8")
+        >>> read_json_object(path)
+        {'max_length': 64}
+        >>> _ = path.write_text("[64]", encoding="utf-8")
+        >>> read_json_object(path, "settings")
+        Traceback (most recent call last):
+        ...
+        nlsim.io.records.NotAJsonObject: a JSON list, not an object of settings
+        >>> _ = path.write_text('{"max_length": 6', encoding="utf-8")
+        >>> read_json_object(path)
+        Traceback (most recent call last):
+        ...
+        nlsim.io.records.NotAJsonObject: not valid JSON (Expecting ',' delimiter: line 1 column 17 (char 16))
+    """
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise NotAJsonObject(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if not text.strip():
+        raise NotAJsonObject("empty (not valid JSON)")
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise NotAJsonObject(f"not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise NotAJsonObject(f"a JSON {_json_kind(value)}, not an object" + (f" of {holds}" if holds else ""))
+    return value
 
 
 def known_fields(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from nlsim.encoders.lanes import lanes_for, run_batches
 from nlsim.encoders.tokenizer_cache import save_tokenizer
 from nlsim.errors import ConfigError, StateError
 from nlsim.inference.target import WeightsWatch
+from nlsim.io.records import NotAJsonObject, read_json_object
 from nlsim.progress import Progress
 
 HEAD = "head.safetensors"
@@ -50,6 +51,34 @@ def pair_logits(model: Any, head: Any, feats: Any) -> Any:
     """:func:`pooled_logits` of tokenised pairs (``input_ids``, ``attention_mask``, and ``token_type_ids``
     where used): the one forward of torch scoring and the ONNX export."""
     return pooled_logits(head, model(**feats).last_hidden_state, feats["attention_mask"])
+
+
+def saved_max_length(folder: Path) -> int:
+    """The token limit a cross-encoder saved in ``folder`` was trained with (its :data:`CONFIG_JSON`), or
+    a :class:`StateError` naming the file, and the key, when it is not the JSON object nlsim writes.
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> _ = (folder / CONFIG_JSON).write_text('{"max_length": "64"}', encoding="utf-8")
+        >>> saved_max_length(folder)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.StateError: .../cross_encoder.json: 'max_length' holds '64', not a whole number ...
+    """
+    path = folder / CONFIG_JSON
+    try:
+        meta = read_json_object(path, "the cross-encoder's settings (max_length)")
+    except NotAJsonObject as exc:
+        raise StateError(f"{path}: {exc}; restore the model folder, or train the reranker again") from None
+    value = meta.get("max_length")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 4:
+        shown = "nothing" if value is None else repr(value)[:40]
+        raise StateError(
+            f"{path}: 'max_length' holds {shown}, not a whole number of tokens (4 or more) as nlsim writes "
+            "it; restore the model folder, or train the reranker again"
+        )
+    return value
 
 
 class CrossEncoder:
@@ -119,8 +148,7 @@ class CrossEncoder:
         folder = Path(folder)
         if not (folder / CONFIG_JSON).is_file() or not (folder / HEAD).is_file():
             raise StateError(f"{folder}: not a saved cross-encoder ({CONFIG_JSON} or {HEAD} missing)")
-        meta = json.loads((folder / CONFIG_JSON).read_text(encoding="utf-8"))
-        ce = cls.from_base(str(folder), meta["max_length"], threads)  # loaded as it was trained
+        ce = cls.from_base(str(folder), saved_max_length(folder), threads)  # loaded as it was trained
         ce.head.load_state_dict(load_file(str(folder / HEAD)))
         ce.model.eval()
         ce.path = folder

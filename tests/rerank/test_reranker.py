@@ -419,3 +419,30 @@ def test_evaluate_command_scores_the_rerank_score_unless_told_not_to(
     assert set(got) == {"reranker", "bi-encoder"}
     for scorer, key in (("reranker", "reranked/test"), ("bi-encoder", "after/test")):
         assert got[scorer]["spearman"] == pytest.approx(reranked_model.metrics[key]["spearman"], abs=0.05)
+
+
+@pytest.mark.parametrize(
+    ("config", "named"),
+    [
+        ("{not json", "not valid JSON"),
+        ("", "not valid JSON"),
+        ('{"max_length": 6', "not valid JSON"),
+        ("[]", "not an object"),
+        ("null", "not an object"),
+        ("64", "not an object"),
+        ('{"pooling": "mean"}', "'max_length'"),
+        ('{"max_length": "64"}', "'max_length'"),
+        ('{"max_length": 64.5}', "'max_length'"),
+        ('{"max_length": true}', "'max_length'"),
+    ],
+)
+def test_a_damaged_cross_encoder_json_is_refused_by_name(config: str, named: str, tmp_path: Path) -> None:
+    """A saved cross-encoder's cross_encoder.json gives the token limit it was trained with; one cut short,
+    holding a list or null, or lacking its max_length stopped the load with a JSONDecodeError, TypeError or
+    KeyError traceback, where CrossEncoder.load promises a StateError for a folder that is not one. Each is
+    a StateError naming the file (and the key)."""
+    (tmp_path / "cross_encoder.json").write_text(config, encoding="utf-8")
+    (tmp_path / "head.safetensors").write_bytes(b"")
+    with pytest.raises(StateError, match="cross_encoder.json") as caught:
+        CrossEncoder.load(tmp_path)
+    assert named in str(caught.value)
