@@ -132,15 +132,45 @@ def _transformer_subfolder(folder: Path) -> Path:
         return folder
     modules = folder / "modules.json"
     if modules.is_file():
-        try:
-            for m in json.loads(modules.read_text(encoding="utf-8")):
-                if str(m.get("type", "")).endswith("Transformer"):
-                    sub = folder / m.get("path", "")
-                    if (sub / "config.json").is_file():
-                        return sub
-        except (ValueError, AttributeError):
-            pass
+        for m in _modules(modules):
+            if str(m.get("type", "")).endswith("Transformer"):
+                sub = folder / m.get("path", "")
+                if (sub / "config.json").is_file():
+                    return sub
     raise _without_config(folder)
+
+
+def _modules(path: Path) -> list[dict[str, Any]]:
+    """The modules a sentence-transformers folder's ``modules.json`` at ``path`` lists (each an object with
+    its ``type`` and ``path``), or a :class:`ConfigError` naming the file when it is not such a list: one
+    cut short was taken for a folder without a model, and a number there, or a path that is not text,
+    stopped the load in a TypeError.
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "modules.json"
+        >>> _ = path.write_text('[{"type": "sentence_transformers.models.Transformer", "path": ""}]')
+        >>> [m["path"] for m in _modules(path)]
+        ['']
+        >>> _ = path.write_text('[{"type": "sentence_transformers.models.Transformer", "path": 0}]')
+        >>> _modules(path)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.ConfigError: .../modules.json: not a JSON list of the folder's modules (...), got [{...
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError: cut short, or not this kind of file
+        raise ConfigError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, list) or not all(
+        isinstance(m, dict) and isinstance(m.get("type", ""), str) and isinstance(m.get("path", ""), str)
+        for m in data
+    ):
+        raise ConfigError(
+            f"{path}: not a JSON list of the folder's modules (objects with their 'type' and 'path' as "
+            f"text), got {data!r:.60}"
+        )
+    return data
 
 
 def _saved_by_nlsim(folder: Path) -> bool:

@@ -290,3 +290,47 @@ def test_an_nlsim_json_that_gives_no_prefix_leaves_it_to_the_sentence_transforme
     enc = load_encoder(dst)
     assert (enc.prefix, enc.max_length) == ("", 64)
     assert enc.encode(["Floods in the north"], progress=False).shape[0] == 1
+
+
+@pytest.mark.parametrize(
+    ("modules", "named"),
+    [
+        ("5", "not a JSON list"),
+        ("null", "not a JSON list"),
+        ("[5]", "not a JSON list"),
+        ('[{"type": "sentence_transformers.models.Transformer", "path": 0}]', "not a JSON list"),
+        ('[{"type": "sentence_transformers.models.Transformer", "path": "0_Tr', "not valid JSON"),
+        ("", "not valid JSON"),
+    ],
+)
+def test_a_damaged_modules_json_is_refused_by_name(
+    modules: str, named: str, tmp_path: Path, l3_root: Path
+) -> None:
+    """A sentence-transformers folder keeps its transformer in a subfolder its modules.json names; a
+    modules.json holding a number or null, or a module path that is not text, stopped the load in a
+    TypeError, and one cut short had the folder called no model folder at all. Each is a ConfigError
+    naming modules.json; the folder loads once the file is whole."""
+    import shutil
+
+    dst = tmp_path / "st-folder"
+    shutil.copytree(l3_root / "paraphrase-MiniLM-L3-v2", dst / "0_Transformer")
+    (dst / "0_Transformer" / "nlsim.json").unlink()
+    (dst / "0_Transformer" / "manifest.json").unlink()
+    (dst / "modules.json").write_text(modules, encoding="utf-8")
+    with pytest.raises(ConfigError, match="modules.json") as caught:
+        load_encoder(dst)
+    assert named in str(caught.value)
+    (dst / "modules.json").write_text(
+        json.dumps(
+            [
+                {
+                    "idx": 0,
+                    "name": "0",
+                    "path": "0_Transformer",
+                    "type": "sentence_transformers.models.Transformer",
+                }
+            ]
+        ),
+        encoding="utf-8",
+    )
+    assert load_encoder(dst).dim == 384
