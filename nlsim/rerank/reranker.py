@@ -53,7 +53,7 @@ from nlsim.evaluation.calibration import Calibration, check_threshold
 from nlsim.io.atomic import atomic_write_text
 from nlsim.io.manifest import check_files, read_manifest
 from nlsim.io.model_cache import known_sha256
-from nlsim.io.records import field_problems
+from nlsim.io.records import field_problems, read_json_object
 from nlsim.rerank.cache import PairScoreCache, each_pair_once
 from nlsim.rerank.cross_encoder import CrossEncoder
 from nlsim.rerank.story import StoryModel
@@ -308,17 +308,22 @@ def load_reranker(model_dir: str | Path | None, threads: int | None = None) -> R
         return None
     folder = Path(str(model_dir)) / RERANKER_DIR
     try:
-        meta = json.loads((folder / RERANKER_JSON).read_text(encoding="utf-8"))
+        meta = read_json_object(folder / RERANKER_JSON, "the reranker's settings")
+        story, info = meta.get("story"), meta.get("info") or {}
+        if not isinstance(story, (dict, type(None))) or not isinstance(info, dict):
+            raise TypeError(
+                f"its {'info' if isinstance(story, (dict, type(None))) else 'story'} is no object"
+            )
         reranker = Reranker(
             cross_encoder=None,
             slope=float(meta["slope"]),
             intercept=float(meta["intercept"]),
             weight=float(meta["weight"]),
             calibration=meta.get("calibration"),
-            info=meta.get("info") or {},
-            story=StoryModel.from_dict(meta["story"]) if meta.get("story") is not None else None,
+            info=info,
+            story=StoryModel.from_dict(story) if story is not None else None,
         )
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:  # the story model's parts of a kind
         raise StateError(f"{folder / RERANKER_JSON}: not a valid reranker file ({exc})") from exc
     for name in ("slope", "intercept", "weight"):
         if not np.isfinite(getattr(reranker, name)):

@@ -14,6 +14,7 @@ from nlsim.errors import StateError
 from nlsim.inference.cpu import cpu_info
 from nlsim.rerank.cross_encoder import CrossEncoder
 from nlsim.rerank.reranker import Reranker, has_reranker, load_reranker, rerank_pairs
+from nlsim.rerank.story import FEATURES
 from nlsim.training.finetune import FinetuneResult, finetune
 
 FAST_MODEL = "paraphrase-MiniLM-L3-v2"
@@ -446,3 +447,25 @@ def test_a_damaged_cross_encoder_json_is_refused_by_name(config: str, named: str
     with pytest.raises(StateError, match="cross_encoder.json") as caught:
         CrossEncoder.load(tmp_path)
     assert named in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {"story": 5},
+        {"story": ["bigram"]},
+        {"story": {"features": list(FEATURES), "idf": {"texts": 3, "df": ["floods"]}}},
+        {"info": "trained"},
+    ],
+)
+def test_a_reranker_json_whose_story_model_is_of_another_kind_is_refused_by_name(
+    tmp_path: Path, edit: dict
+) -> None:
+    """A model folder's reranker.json whose story model was a number or a list (or its bigram counts a
+    list) stopped the load with "AttributeError: 'int' object has no attribute 'get'", and info that is
+    not an object passed to the run record; each is a StateError naming the file."""
+    (tmp_path / "reranker").mkdir()
+    meta = {"slope": 1.0, "intercept": 0.0, "weight": 0.5, **edit}
+    (tmp_path / "reranker" / "reranker.json").write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(StateError, match=r"reranker\.json: not a valid reranker file"):
+        load_reranker(tmp_path)
