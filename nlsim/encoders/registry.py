@@ -34,6 +34,7 @@ from nlsim.io.manifest import MANIFEST, check_files, read_manifest
 from nlsim.io.model_cache import known_sha256
 from nlsim.io.model_store import VERSIONS, ModelStore
 from nlsim.io.ownership import MARKER, is_owned
+from nlsim.io.records import NotAJsonObject, read_json_object
 
 DEFAULT_MODEL = "multilingual-e5-small"
 TOKENIZER_JSON = "tokenizer.json"
@@ -317,9 +318,9 @@ def folder_settings(folder: Path) -> dict[str, Any]:
     nj = folder / NLSIM_JSON
     if nj.is_file():
         try:
-            meta = json.loads(nj.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise ConfigError(f"{nj}: not valid JSON ({exc})") from exc
+            meta = read_json_object(nj, "settings (prefix, max_length)")
+        except NotAJsonObject as exc:
+            raise ConfigError(f"{nj}: {exc}") from None
         meta = _checked_settings(nj, meta)
         if meta.get("prefix") is not None:
             return meta
@@ -351,16 +352,9 @@ def _default_prompt(path: Path) -> str | None:
         nlsim.errors.ConfigError: .../config_sentence_transformers.json: 'prompts' must be an object of ...
     """
     try:
-        conf = json.loads(path.read_text(encoding="utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
-    except ValueError as exc:
-        raise ConfigError(f"{path}: not valid JSON ({exc})") from exc
-    if not isinstance(conf, dict):
-        raise ConfigError(
-            f"{path}: not a JSON object of sentence-transformers settings (prompts, default_prompt_name), "
-            f"got {conf!r:.60}"
-        )
+        conf = read_json_object(path, "sentence-transformers settings (prompts, default_prompt_name)")
+    except NotAJsonObject as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     default = conf.get("default_prompt_name")
     prompts = conf.get("prompts")
     if default is not None and not isinstance(default, str):

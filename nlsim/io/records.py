@@ -61,7 +61,7 @@ def read_json_object(path: str | Path, holds: str = "") -> dict[str, Any]:
         >>> read_json_object(path, "settings")
         Traceback (most recent call last):
         ...
-        nlsim.io.records.NotAJsonObject: a JSON list, not an object of settings
+        nlsim.io.records.NotAJsonObject: not a JSON object of settings: a JSON list
         >>> _ = path.write_text('{"max_length": 6', encoding="utf-8")
         >>> read_json_object(path)
         Traceback (most recent call last):
@@ -80,7 +80,9 @@ def read_json_object(path: str | Path, holds: str = "") -> dict[str, Any]:
     except ValueError as exc:
         raise NotAJsonObject(f"not valid JSON ({exc})") from None
     if not isinstance(value, dict):
-        raise NotAJsonObject(f"a JSON {_json_kind(value)}, not an object" + (f" of {holds}" if holds else ""))
+        raise NotAJsonObject(
+            f"not a JSON object{f' of {holds}' if holds else ''}: a JSON {_json_kind(value)}"
+        )
     return value
 
 

@@ -334,3 +334,20 @@ def test_a_damaged_modules_json_is_refused_by_name(
         encoding="utf-8",
     )
     assert load_encoder(dst).dim == 384
+
+
+def test_an_nlsim_json_written_with_a_byte_order_mark_is_read(tmp_path: Path, l3_root: Path) -> None:
+    """An nlsim.json written by hand in an editor that puts a UTF-8 byte-order mark first was refused as
+    'not valid JSON (Unexpected UTF-8 BOM)', where config_sentence_transformers.json beside it is read; it
+    is read, and one that is not UTF-8 at all is refused naming the file."""
+    import shutil
+
+    dst = tmp_path / "hand-set"
+    shutil.copytree(l3_root / "paraphrase-MiniLM-L3-v2", dst)
+    (dst / "manifest.json").unlink()  # a plain Hugging Face folder, with an nlsim.json of the user's
+    (dst / "nlsim.json").write_text('{"prefix": "query: ", "max_length": 64}', encoding="utf-8-sig")
+    enc = load_encoder(dst)
+    assert (enc.prefix, enc.max_length) == ("query: ", 64)
+    (dst / "nlsim.json").write_bytes(b'{"prefix": "\xe9t\xe9: "}')
+    with pytest.raises(ConfigError, match=r"nlsim\.json: not UTF-8 text"):
+        load_encoder(dst)
