@@ -46,7 +46,7 @@ import pandas as pd
 from nlsim import __version__
 from nlsim.errors import ConfigError, StateError
 from nlsim.io.atomic import atomic_path, atomic_save_npy, atomic_write_text, file_sha256
-from nlsim.io.records import known_fields, misfit, mistyped_fields
+from nlsim.io.records import known_fields, misfit, mistyped_fields, read_json_object
 from nlsim.search import ivf_batched
 
 KINDS = ("auto", "flat", "ivf", "hnsw")
@@ -668,7 +668,7 @@ def load_index(
     if not meta_path.is_file():
         raise StateError(f"no index in {folder} ({META_FILE} missing); " + (hint or "build one first"))
     try:
-        data = json.loads(meta_path.read_text(encoding="utf-8"))
+        data = read_json_object(meta_path, "the index's description")
         wrong = [f.name for f in fields(IndexMeta) if f.name not in data] or mistyped_fields(IndexMeta, data)
         wrong = wrong or _unwritten(data)
         meta = None if wrong else IndexMeta.from_dict(data)

@@ -400,3 +400,25 @@ def test_an_index_moved_to_a_gpu_visits_no_more_lists_than_faiss_gpu_search_take
     kept = build_index(x, kind="ivf", nlist=2100, nprobe=2100, use_gpu=False)
     kept.set_search_params(nprobe=2100)  # on the CPU
     assert kept.params["nprobe"] == kept.index.nprobe == 2100
+
+
+@pytest.mark.parametrize(
+    ("meta", "says"),
+    [
+        ("[]", "not a JSON object of the index's description: a JSON list"),
+        ("null", "not a JSON object of the index's description: a JSON null"),
+        ("5", "not a JSON object of the index's description: a JSON number"),
+        ("", "empty"),
+        ("\ufeff", "empty"),
+    ],
+)
+def test_a_meta_json_that_holds_no_object_is_refused_for_what_it_holds(
+    tmp_path, emb: np.ndarray, meta: str, says: str
+) -> None:
+    """An index's meta.json holding null or a number was refused as "unreadable (argument of type
+    'NoneType' is not iterable)", and one holding a list as lacking its 'model_id', as if a key alone were
+    missing; each says what the file holds instead, with the way to rebuild."""
+    save_index(tmp_path, build_index(emb, kind="flat", use_gpu=False), range(500), meta_for())
+    (tmp_path / "meta.json").write_text(meta, encoding="utf-8")
+    with pytest.raises(StateError, match=r"meta\.json is unreadable \(" + says + r".*index is rebuilt"):
+        load_index(tmp_path)
