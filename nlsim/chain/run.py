@@ -95,6 +95,7 @@ from nlsim.io.ownership import (
     resolved,
 )
 from nlsim.io.pairs import check_pinned, load_pairs, pin_note, pinned, pinned_digest
+from nlsim.io.records import read_json_object
 from nlsim.io.report_folder import check_report_replaceable
 from nlsim.io.tables import check_input_file, estimated_rows
 from nlsim.models.settings import CURRENT_MODEL
@@ -192,14 +193,14 @@ def zero_shot_scores(
 
 def cached_baseline(cached: Path) -> dict[str, Any] | None:
     """The zero-shot baseline's cache (``baseline.json``: its key and figures), ``None`` where there is
-    none, and an empty one where it is unreadable (a cache: a torn one is made again, never a reason to stop
-    the chain)."""
+    none, and an empty one where it is unreadable or its figures are not an object (a cache: a torn one is
+    made again, never a reason to stop the chain)."""
     if not cached.is_file():
         return None
     try:
-        data = json.loads(cached.read_text(encoding="utf-8"))
-        if not isinstance(data, dict):
-            raise ValueError(f"a JSON {type(data).__name__}, not an object")
+        data = read_json_object(cached, "the zero-shot figures and their key")
+        if not isinstance(data.get("metrics"), dict):
+            raise ValueError("its figures ('metrics') are not an object")
     except ValueError as exc:
         say(f"baseline: {cached} is unreadable ({exc}); the zero-shot figures are computed again")
         return {}

@@ -445,6 +445,34 @@ def test_a_torn_zero_shot_cache_is_computed_again_not_a_traceback(tmp_path: Path
     assert json.loads(cached.read_text())["metrics"]["spearman"] == first["spearman"]  # written whole again
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("figures", [None, [], 0.5])
+def test_a_zero_shot_cache_whose_figures_are_damaged_is_computed_again(
+    tmp_path: Path, figures: object
+) -> None:
+    """A baseline.json whose key is whole but whose figures are gone or not an object (a list, a number)
+    was taken as the cache, and the chain stopped in a KeyError or TypeError traceback; the figures are
+    computed again and the file written whole, as for a torn cache."""
+    from nlsim.io.pairs import load_pairs
+
+    pairs, corpus = make_data(tmp_path, train=8, validation=24, test=8)
+    cfg = config(tmp_path, pairs, corpus)
+    store = ModelStore(cfg.model_store)
+    store.claim()
+    base = load_encoder(FAST_MODEL)
+    table = load_pairs(pairs)
+    first = chain_run.baseline_stage(cfg, store, base, table).metrics
+    cached = store.zero_shot_dir() / "baseline.json"
+    data = json.loads(cached.read_text())
+    data.pop("metrics")
+    if figures is not None:
+        data["metrics"] = figures
+    cached.write_text(json.dumps(data))
+    again = chain_run.baseline_stage(cfg, store, base, table).metrics
+    assert again["spearman"] == first["spearman"] and again["threshold"] == first["threshold"]
+    assert json.loads(cached.read_text())["metrics"]["spearman"] == first["spearman"]  # written whole again
+
+
 class _ThreeLayers(torch.nn.Module):
     """A BERT-style model of three layers (paraphrase-MiniLM-L3-v2's count)."""
 
