@@ -66,7 +66,7 @@ from nlsim.faults import fault_point
 from nlsim.io import columns
 from nlsim.io.atomic import atomic_dir, atomic_write_text, file_sha256, remove_tree
 from nlsim.io.ownership import MARKER, read_marker, resolved, write_marker
-from nlsim.io.records import field_problems, misfit, mistyped_fields, required_fields
+from nlsim.io.records import field_problems, misfit, mistyped_fields, read_json_object, required_fields
 from nlsim.progress import counted
 from nlsim.report.record import RunRecord
 from nlsim.search.index import IndexMeta, load_index, save_index
@@ -776,8 +776,8 @@ def carried_editors(moved: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | No
     gens = moved / GENERATIONS
     named = None
     try:
-        named = json.loads((moved / MANIFEST).read_text(encoding="utf-8")).get("generation_dir")
-    except (OSError, ValueError, AttributeError):
+        named = read_json_object(moved / MANIFEST).get("generation_dir")
+    except (OSError, ValueError):
         pass
     folders = sorted((p for p in gens.glob("g*") if GENERATION_NAME.match(p.name)), reverse=True)
     if isinstance(named, str) and (gens / named).is_dir():

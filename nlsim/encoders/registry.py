@@ -267,8 +267,8 @@ def check_tokenizer_files(folder: Path, src: Path) -> None:
 
 def _model_type(folder: Path) -> str | None:
     try:
-        return json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type")
-    except (OSError, ValueError, AttributeError):
+        return read_json_object(folder / "config.json").get("model_type")
+    except (OSError, ValueError):
         return None
 
 

@@ -33,6 +33,7 @@ from nlsim.inference.cpu import CpuInfo
 from nlsim.inference.gpu import GpuInfo
 from nlsim.io.atomic import atomic_write_text, why_not_kept
 from nlsim.io.model_cache import nlsim_home
+from nlsim.io.records import read_json_object
 from nlsim.progress import counted, warn
 
 if TYPE_CHECKING:
@@ -83,10 +84,8 @@ def load_probe(arch: str, threads: int, cpu: CpuInfo, gpu: GpuInfo | None = None
     architecture ({} if none, made with other library versions, or not as nlsim writes it: JSON that is
     not an object, a rate that is not a number of zero or more; the paths are then timed again)."""
     try:
-        data = json.loads(probe_file(arch, threads, cpu, gpu).read_text(encoding="utf-8"))
+        data = read_json_object(probe_file(arch, threads, cpu, gpu))
     except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict):
         return {}
     if data.get("format") != PROBE_FORMAT or data.get("versions") != _versions():
         return {}

@@ -42,6 +42,7 @@ from nlsim.errors import StateError
 from nlsim.faults import fault_point
 from nlsim.io.atomic import atomic_dir, file_sha256
 from nlsim.io.ownership import write_marker
+from nlsim.io.records import read_json_object
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
@@ -63,10 +64,10 @@ def write_manifest(folder: str | Path, extra: dict[str, Any] | None = None) -> d
 def read_manifest(folder: str | Path) -> dict[str, Any] | None:
     """The folder's manifest; ``None`` when it is missing, unreadable or not an nlsim manifest."""
     try:
-        data = json.loads((Path(folder) / MANIFEST).read_text(encoding="utf-8"))
+        data = read_json_object(Path(folder) / MANIFEST)
     except (OSError, ValueError):
         return None
-    if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
+    if data.get("format") != MANIFEST_FORMAT:
         return None
     files = data.get("files")
     if not isinstance(files, dict) or not all(

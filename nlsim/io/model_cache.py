@@ -30,6 +30,7 @@ from typing import Any
 from nlsim.environment import check_home
 from nlsim.io.atomic import atomic_dir, atomic_write_text, file_sha256
 from nlsim.io.manifest import file_problem, read_manifest, write_manifest
+from nlsim.io.records import read_json_object
 
 log = logging.getLogger(__name__)
 STAMPS = "file-stamps.json"
@@ -88,10 +89,10 @@ def _read_stamps(path: Path) -> dict[str, Any]:
         {}
     """
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json_object(path)
     except (OSError, ValueError):
         return {}
-    if not isinstance(data, dict) or data.get("format") != STAMPS_FORMAT:
+    if data.get("format") != STAMPS_FORMAT:
         return {}
     entries = data.get("entries")
     if not isinstance(entries, dict):

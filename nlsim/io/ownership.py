@@ -33,6 +33,7 @@ from nlsim import __version__
 from nlsim.errors import ConfigError, OutputError
 from nlsim.io.atomic import LEFTOVER, atomic_write_text, file_sha256
 from nlsim.io.lock import GUARD_NAME, LOCK_NAME
+from nlsim.io.records import read_json_object
 
 MARKER = ".nlsim.json"
 KINDS = ("report", "daily-report", "model", "model-store", "state", "learning-curve")
@@ -53,10 +54,10 @@ def write_marker(folder: str | Path, kind: str) -> None:
 def read_marker(folder: str | Path) -> dict[str, Any] | None:
     """The folder's marker, or ``None`` when it has none or it is not nlsim's."""
     try:
-        data = json.loads((Path(folder) / MARKER).read_text(encoding="utf-8"))
+        data = read_json_object(Path(folder) / MARKER)
     except (OSError, ValueError):
         return None
-    if not isinstance(data, dict) or data.get("written_by") != "nlsim" or data.get("kind") not in KINDS:
+    if data.get("written_by") != "nlsim" or data.get("kind") not in KINDS:
         return None
     return data
 
@@ -78,10 +79,10 @@ def _legacy_owned(folder: Path, kind: str) -> bool:
         )
     if kind == "model":
         try:
-            meta = json.loads((folder / "nlsim.json").read_text(encoding="utf-8"))
+            meta = read_json_object(folder / "nlsim.json")
         except (OSError, ValueError):
             return False
-        return isinstance(meta, dict) and meta.get("format") == 1 and "model_id" in meta
+        return meta.get("format") == 1 and "model_id" in meta
     return False
 
 
@@ -122,10 +123,10 @@ def _curve_table(path: Path) -> bool:
 def _curve_point(path: Path) -> bool:
     """Whether ``path`` is a learning curve's point as nlsim writes it (``runs/size8_seed1.json``)."""
     try:
-        point = json.loads(path.read_text(encoding="utf-8"))
+        point = read_json_object(path)
     except (OSError, ValueError):
         return False
-    return isinstance(point, dict) and {"size", "seed", "test"} <= point.keys()
+    return {"size", "seed", "test"} <= point.keys()
 
 
 def is_owned(folder: str | Path, kind: str) -> bool:
@@ -429,7 +430,7 @@ def is_quarantine_file(path: Path) -> bool:
 def is_json_record(path: Path, keys: set[str]) -> bool:
     """True for a JSON object holding every key of ``keys`` (a record nlsim writes)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json_object(path)
     except (OSError, ValueError):
         return False
-    return isinstance(data, dict) and keys <= set(data)
+    return keys <= set(data)

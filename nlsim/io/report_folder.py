@@ -36,6 +36,7 @@ from nlsim.errors import ConfigError, StateError
 from nlsim.io.atomic import file_sha256
 from nlsim.io.lock import LOCK_NAME, holder_is_alive, read_lock
 from nlsim.io.ownership import left_by_a_browser
+from nlsim.io.records import read_json_object
 
 RUN_JSON = "run.json"
 STAGING_PREFIX = ".staging-"
@@ -121,10 +122,10 @@ def recorded_files(folder: Path) -> dict[str, str] | None:
     if not path.is_file():
         return None
     try:
-        run = json.loads(path.read_text(encoding="utf-8"))
+        run = read_json_object(path)
     except (OSError, ValueError):
         return None
-    files = run.get("files") if isinstance(run, dict) else None
+    files = run.get("files")
     return {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) and files else None
 
 

@@ -69,6 +69,7 @@ from nlsim.io.atomic import (
 )
 from nlsim.io.lock import GUARD_NAME, RunLock, held_here
 from nlsim.io.ownership import claim_folder, traceless
+from nlsim.io.records import read_json_object
 from nlsim.io.report_folder import PUBLISHING, check_report_replaceable, recorded_files
 from nlsim.progress import say
 from nlsim.report.feed import FEED, write_stories_json
@@ -449,10 +450,10 @@ CHAIN_PAGE_TITLE = "# nlsim pipeline\n\n"
 def is_chain_record(path: Path) -> bool:
     """True for a :data:`CHAIN_RECORD` the chain wrote: a JSON object with its ``decision``."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json_object(path)
     except (OSError, ValueError):
         return False
-    return isinstance(data, dict) and "decision" in data
+    return "decision" in data
 
 
 def is_chain_page(path: Path) -> bool:

@@ -284,8 +284,8 @@ def check_saved_reranker(model_dir: str | Path | None) -> None:
             check_tokenizer_file(folder / RERANKER_DIR)
         return
     try:
-        trained = json.loads((folder / TRAINING_RECORD).read_text(encoding="utf-8")).get("reranker")
-    except (OSError, ValueError, AttributeError):
+        trained = read_json_object(folder / TRAINING_RECORD).get("reranker")
+    except (OSError, ValueError):
         trained = None
     if trained is not None:
         raise StateError(
