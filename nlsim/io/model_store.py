@@ -244,8 +244,8 @@ class ModelStore:
     def _pointer(self, path: Path) -> dict[str, Any]:
         """``CURRENT.json`` read: a JSON object naming its ``version``; anything else (not JSON, cut short,
         another shape) is a :class:`StateError` naming the file, with what to do."""
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+        try:  # written back by hand, perhaps in an editor that puts a byte-order mark first
+            data = json.loads(path.read_text(encoding="utf-8-sig"))
         except (OSError, ValueError) as exc:
             why = f"not valid JSON ({exc})" if isinstance(exc, ValueError) else (exc.strerror or str(exc))
         else:

@@ -346,6 +346,24 @@ def test_a_damaged_pointer_is_named_with_what_to_do_wherever_it_is_read(
         assert "delete" in str(err.value)
 
 
+def test_a_pointer_written_back_by_hand_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """A lost CURRENT.json is written back by hand from the one line of JSON the error gives; an editor
+    that puts a UTF-8 byte-order mark first had the store refuse it as 'damaged: not valid JSON (Unexpected
+    UTF-8 BOM)'. The pointer is read, and the version it names is current."""
+    from nlsim.io.manifest import saved_folder
+
+    store = ModelStore(tmp_path / "models")
+    store.claim()
+    version = store.new_version_dir("ab" * 32)
+    with saved_folder(version, "model") as tmp:
+        (tmp / "config.json").write_text("{}")
+    store.register(version, {"fingerprint": "ab" * 32})
+    store.promote(version, "beats its zero-shot base")
+    pointer = tmp_path / "models" / "CURRENT.json"
+    pointer.write_text(pointer.read_text(encoding="utf-8"), encoding="utf-8-sig")
+    assert store.current() == version and store.current_record()["version"] == version.name
+
+
 @pytest.mark.parametrize("kind", ["report", "daily-report", "model", "state", "learning-curve"])
 def test_a_folder_nlsim_wrote_as_another_kind_is_not_taken_for_a_model_store(
     tmp_path: Path, kind: str
