@@ -621,14 +621,18 @@ def before_after_table(record: dict[str, Any]) -> str:
 
 def _test_spearman(version: Path, rerank: bool = True) -> float | None:
     """The test Spearman recorded when ``version`` was trained: its rerank score's, else (or where the
-    report is made with ``--no-rerank``, ``rerank`` false) its bi-encoder's."""
+    report is made with ``--no-rerank``, ``rerank`` false) its bi-encoder's; ``None`` where the record
+    holds no such figure, or is not as nlsim writes it (not an object, a figure that is not a number)."""
     try:
-        metrics = json.loads((version / "training.json").read_text(encoding="utf-8"))["metrics"]
-    except (OSError, ValueError, KeyError):
+        metrics = read_json_object(version / "training.json").get("metrics")
+    except (OSError, ValueError):
+        return None
+    if not isinstance(metrics, dict):  # no figures as nlsim writes them
         return None
     for key in ("reranked/test", "after/test") if rerank else ("after/test",):
         if key in metrics:
-            return metrics[key]["spearman"]
+            figure = metrics[key].get("spearman") if isinstance(metrics[key], dict) else None
+            return figure if isinstance(figure, (int, float)) and not isinstance(figure, bool) else None
     return None
 
 

@@ -473,6 +473,32 @@ def test_a_zero_shot_cache_whose_figures_are_damaged_is_computed_again(
     assert json.loads(cached.read_text())["metrics"]["spearman"] == first["spearman"]  # written whole again
 
 
+@pytest.mark.parametrize(
+    "training",
+    [
+        "[]",
+        "null",
+        '{"metrics": 5}',
+        '{"metrics": {"reranked/test": 88.0}}',
+        '{"metrics": {"reranked/test": {"spearman": "high"}}}',
+    ],
+)
+def test_a_training_record_with_no_test_figure_gives_none_not_a_traceback(
+    tmp_path: Path, training: str
+) -> None:
+    """The chain's table shows each model's test Spearman from its training.json; one holding a list or
+    null, or figures that are not objects of numbers, stopped the evaluation in a TypeError where a record
+    without the figure gives none. Each gives none; a record's own figure is read."""
+    (tmp_path / "training.json").write_text(training, encoding="utf-8")
+    assert chain_run._test_spearman(tmp_path) is None
+    figures = {"reranked/test": {"spearman": 88.0}, "after/test": {"spearman": 80.5}}
+    (tmp_path / "training.json").write_text(json.dumps({"metrics": figures}), encoding="utf-8")
+    assert (chain_run._test_spearman(tmp_path), chain_run._test_spearman(tmp_path, rerank=False)) == (
+        88.0,
+        80.5,
+    )
+
+
 class _ThreeLayers(torch.nn.Module):
     """A BERT-style model of three layers (paraphrase-MiniLM-L3-v2's count)."""
 
