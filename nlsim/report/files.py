@@ -69,7 +69,7 @@ from nlsim.io.atomic import (
 )
 from nlsim.io.lock import GUARD_NAME, RunLock, held_here
 from nlsim.io.ownership import claim_folder, traceless
-from nlsim.io.records import read_json_object
+from nlsim.io.records import NotAJsonObject, read_json_object
 from nlsim.io.report_folder import PUBLISHING, check_report_replaceable, recorded_files
 from nlsim.progress import say
 from nlsim.report.feed import FEED, write_stories_json
@@ -646,7 +646,13 @@ def verify_report(out_dir: str | Path) -> dict[str, Any]:
         ValueError: ... does not match run.json (a partial write?)
     """
     out = Path(out_dir)
-    run = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    path = out / "run.json"
+    try:
+        run = read_json_object(path, "the run's record")
+    except NotAJsonObject as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    if not isinstance(run.get("files"), dict):
+        raise ValueError(f"{path}: lists no report files with their SHA-256")
     for name, digest in run["files"].items():
         if file_sha256(out / name) != digest:
             raise ValueError(f"{out / name} does not match run.json (a partial write?)")

@@ -484,3 +484,24 @@ def test_a_quarantine_file_the_report_would_write_over_is_refused_before_any_wor
         )
     check_quarantine_beside(tmp_path / "rep" / "bad_rows.csv", tmp_path / "rep", tmp_path / "st")
     check_quarantine_beside(tmp_path / "elsewhere.csv", tmp_path / "rep")
+
+
+@pytest.mark.parametrize(
+    ("run", "says"),
+    [
+        ("[]", "not a JSON object of the run's record: a JSON list"),
+        ("null", "not a JSON object of the run's record: a JSON null"),
+        ("", "empty"),
+        ('{"files": ', "not valid JSON"),
+        ('{"count": 3}', "lists no report files with their SHA-256"),
+        ('{"files": ["pairs.csv"]}', "lists no report files with their SHA-256"),
+    ],
+)
+def test_verify_report_refuses_a_run_json_that_lists_no_files_by_name(
+    tmp_path: Path, run: str, says: str
+) -> None:
+    """verify_report says a report folder is not whole with a ValueError naming the file; a run.json
+    holding a list or null, or no listing of files, gave a TypeError or KeyError traceback instead."""
+    (tmp_path / "run.json").write_text(run, encoding="utf-8")
+    with pytest.raises(ValueError, match=r"run\.json: " + re.escape(says)):
+        verify_report(tmp_path)
