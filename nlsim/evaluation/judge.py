@@ -64,7 +64,7 @@ from nlsim.io.atomic import readable_sha256
 from nlsim.io.corpus import Corpus, load_corpus
 from nlsim.io.corpus_schema import FUTURE_TOLERANCE_DAYS
 from nlsim.io.pairs import item_id, load_pairs, normalise_text, warn_unsplit
-from nlsim.io.records import known_fields
+from nlsim.io.records import json_kind, known_fields
 from nlsim.io.report_folder import check_one_run
 from nlsim.progress import counted, say, warn
 
@@ -577,7 +577,7 @@ def read_run_record(folder: Path) -> dict[str, Any]:
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError: a truncated or overwritten file
         raise _damaged(folder, path, f"not valid JSON ({exc})") from None
     if not isinstance(run, dict):
-        raise _damaged(folder, path, f"not a run record (a JSON {type(run).__name__}, not an object)")
+        raise _damaged(folder, path, f"not a run record (a JSON {json_kind(run)}, not an object)")
     return run
 
 

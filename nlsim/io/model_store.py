@@ -55,6 +55,7 @@ from nlsim.io.atomic import atomic_write_bytes, atomic_write_text, leftovers, re
 from nlsim.io.lock import RunLock
 from nlsim.io.manifest import MANIFEST, bad_file, check_files, read_manifest
 from nlsim.io.ownership import claim_folder, is_owned, read_marker
+from nlsim.io.records import json_kind
 from nlsim.io.report_folder import recorded_files
 
 CURRENT = "CURRENT.json"
@@ -179,7 +180,7 @@ class ModelStore:
             raise StateError(f"{path}: unreadable ({exc})") from exc
         if not isinstance(data, dict):
             raise StateError(
-                f"{path}: damaged: a JSON {type(data).__name__}, not an object (the version's fingerprint "
+                f"{path}: damaged: a JSON {json_kind(data)}, not an object (the version's fingerprint "
                 "and validation figures); restore it from a backup, or train the version again"
             )
         return data
@@ -250,7 +251,7 @@ class ModelStore:
             why = f"not valid JSON ({exc})" if isinstance(exc, ValueError) else (exc.strerror or str(exc))
         else:
             if not isinstance(data, dict):
-                why = f"a JSON {type(data).__name__}, not an object naming the current version"
+                why = f"a JSON {json_kind(data)}, not an object naming the current version"
             elif not isinstance(data.get("version"), str) or not data["version"]:
                 why = "it names no version (no 'version' text)"
             else:

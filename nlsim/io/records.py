@@ -30,19 +30,21 @@ class NotAJsonObject(ValueError):
     the file's name (the reader says it, with what to do)."""
 
 
-def _json_kind(value: Any) -> str:
-    """What a JSON value is, in JSON's words.
+def json_kind(value: Any) -> str:
+    """What a JSON value is, in JSON's words (a message's "a JSON null", not Python's "NoneType").
 
-    >>> _json_kind([1]), _json_kind(None), _json_kind(5.0), _json_kind("a"), _json_kind(True)
-    ('list', 'null', 'number', 'text', 'true/false')
+    >>> json_kind([1]), json_kind(None), json_kind(5.0), json_kind("a"), json_kind(True), json_kind({})
+    ('list', 'null', 'number', 'string', 'boolean', 'object')
     """
     if value is None:
         return "null"
     if isinstance(value, bool):
-        return "true/false"
+        return "boolean"
     if isinstance(value, (int, float)):
         return "number"
-    return "text" if isinstance(value, str) else "list"
+    if isinstance(value, str):
+        return "string"
+    return "object" if isinstance(value, dict) else "list"
 
 
 def read_json_object(path: str | Path, holds: str = "") -> dict[str, Any]:
@@ -80,9 +82,7 @@ def read_json_object(path: str | Path, holds: str = "") -> dict[str, Any]:
     except ValueError as exc:
         raise NotAJsonObject(f"not valid JSON ({exc})") from None
     if not isinstance(value, dict):
-        raise NotAJsonObject(
-            f"not a JSON object{f' of {holds}' if holds else ''}: a JSON {_json_kind(value)}"
-        )
+        raise NotAJsonObject(f"not a JSON object{f' of {holds}' if holds else ''}: a JSON {json_kind(value)}")
     return value
 
 

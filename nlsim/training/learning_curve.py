@@ -39,6 +39,7 @@ from nlsim.io.atomic import atomic_path, atomic_write_text
 from nlsim.io.lock import GUARD_NAME, RunLock
 from nlsim.io.ownership import check_claimable, check_outside_stores, claimed
 from nlsim.io.pairs import annotations_digest, split_counts
+from nlsim.io.records import json_kind
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
 from nlsim.training.config import LearningCurveConfig
@@ -65,7 +66,7 @@ def _read_json(path: Path, rerun: str = "delete it to rerun that point") -> dict
     except ValueError as exc:
         raise StateError(f"{path}: unreadable ({exc}); {rerun}") from exc
     if not isinstance(record, dict):  # valid JSON, but no record nlsim wrote (a list, a number)
-        raise StateError(f"{path}: not a record nlsim wrote (a JSON {type(record).__name__}); {rerun}")
+        raise StateError(f"{path}: not a record nlsim wrote (a JSON {json_kind(record)}); {rerun}")
     return record
 
 

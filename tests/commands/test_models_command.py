@@ -167,7 +167,8 @@ def test_a_promotion_is_refused_while_a_chain_holds_the_store(store: ModelStore)
     ("text", "words"),
     [
         ("[]", "store.json: damaged: a JSON list, not an object"),
-        ("null", "store.json: damaged: a JSON NoneType, not an object"),
+        ("null", "store.json: damaged: a JSON null, not an object"),
+        ("5", "store.json: damaged: a JSON number, not an object"),
         ('{"validation": [0.4]}', "store.json: field 'validation': not an object"),
         ('{"validation": {"digest:x": 0.4}}', "store.json: field 'validation.digest:x': not an object"),
         ('{"validation": {"k": {"f1": "n/a"}}}', "field 'validation.k.f1': 'n/a' is not a number"),

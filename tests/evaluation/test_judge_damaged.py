@@ -39,6 +39,11 @@ DAMAGE = {
     "run.json truncated": ("run.json", truncate, "not valid JSON"),
     "run.json emptied": ("run.json", lambda p: p.write_bytes(b""), "not valid JSON"),
     "run.json a list": ("run.json", lambda p: p.write_text("[1, 2]\n", encoding="utf-8"), "not a run record"),
+    "run.json null": (
+        "run.json",
+        lambda p: p.write_text("null\n", encoding="utf-8"),
+        "a JSON null, not an object",
+    ),
     "clusters truncated": ("clusters.parquet", truncate, "cannot be read as Parquet"),
     "clusters emptied": ("clusters.parquet", lambda p: p.write_bytes(b""), "cannot be read as Parquet"),
     "pairs truncated": ("pairs.parquet", truncate, "cannot be read as Parquet"),

@@ -328,7 +328,8 @@ def test_what_a_killed_save_leaves_is_swept(tmp_path: Path, point: str) -> None:
     [
         ('{"version": ', "not valid JSON"),
         ('["v0001-aaaaaaaa"]', "a JSON list, not an object"),
-        ('"v0001-aaaaaaaa"', "a JSON str, not an object"),
+        ('"v0001-aaaaaaaa"', "a JSON string, not an object"),
+        ("null", "a JSON null, not an object"),
         ('{"version": 1}', "it names no version"),
     ],
 )
