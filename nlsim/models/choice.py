@@ -98,6 +98,22 @@ def _reranker_for(ms: ModelSettings, model_path: Path | None) -> Reranker | None
     return reranker
 
 
+def _counts_by_split(labels: Any) -> bool:
+    """Whether ``labels`` is ``editor_labels`` of the kind training writes: counts of pairs by split, by
+    where they came from (``{"merged": {"train": 3}, "from_page": {}}``), or absent (``None``).
+
+    >>> _counts_by_split({"merged": {"train": 3}, "from_page": {}}), _counts_by_split({"merged": 5})
+    (True, False)
+    """
+    if labels is None:
+        return True
+    return isinstance(labels, dict) and all(
+        isinstance(counts, dict)
+        and all(isinstance(n, int) and not isinstance(n, bool) for n in counts.values())
+        for counts in labels.values()
+    )
+
+
 def model_summary(folder: Path | None, store_info: dict[str, Any] | None) -> ModelCard:
     """What the report shows about a fine-tuned model: its training record and its store entry."""
     if folder is None:
@@ -114,6 +130,8 @@ def model_summary(folder: Path | None, store_info: dict[str, Any] | None) -> Mod
         )
         facts = {f.name: training.get(f.name) for f in fields(TrainingFacts)}
         wrong = mistyped_fields(TrainingFacts, facts)
+        if not _counts_by_split(facts["editor_labels"]):  # the card's line reads counts by split
+            wrong = [*wrong, "editor_labels"]
         trained = TrainingFacts(**{k: v for k, v in facts.items() if k not in wrong})
     curve = folder / "learning_curve.png"
     return ModelCard(metrics, trained, store_info or None, str(curve) if curve.is_file() else None)

@@ -182,3 +182,27 @@ def test_a_training_json_nlsim_did_not_write_gives_the_model_card_no_figures(
     )
     card = model_summary(tmp_path, None)
     assert card == ModelCard({"after/test": {"spearman": 88.2}}, TrainingFacts(n_train=12))
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [{"merged": 5}, {"merged": {"train": "many"}}, {"overruled": [1]}, {"from_page": {"train": True}}],
+)
+def test_editor_labels_of_another_kind_in_training_json_are_left_out_of_the_card(
+    labels: dict, tmp_path: Path
+) -> None:
+    """The card's line on the editors' labels reads ``editor_labels`` as counts by split; a hand-edited or
+    foreign training.json holding another kind there (``{"merged": 5}``) stopped the page with
+    "AttributeError: 'int' object has no attribute 'get'". Such labels are left out of the card, the
+    other facts kept, and the page's line says nothing of them."""
+    from nlsim.models.choice import model_summary
+    from nlsim.report.review import editor_labels_text
+
+    (tmp_path / "training.json").write_text(json.dumps({"n_train": 12, "editor_labels": labels}), "utf-8")
+    card = model_summary(tmp_path, None)
+    assert card.trained is not None and card.trained.n_train == 12
+    assert card.trained.editor_labels is None
+    assert editor_labels_text(card.trained.editor_labels) == ""
+    good = {"merged": {"train": 3}, "from_page": {}, "overruled": {"train": 1}}
+    (tmp_path / "training.json").write_text(json.dumps({"n_train": 12, "editor_labels": good}), "utf-8")
+    assert model_summary(tmp_path, None).trained.editor_labels == good
