@@ -654,6 +654,8 @@ def verify_report(out_dir: str | Path) -> dict[str, Any]:
     if not isinstance(run.get("files"), dict):
         raise ValueError(f"{path}: lists no report files with their SHA-256")
     for name, digest in run["files"].items():
+        if not (out / name).is_file():
+            raise ValueError(f"{out / name}: listed in run.json, missing (a partial copy, or deleted since?)")
         if file_sha256(out / name) != digest:
             raise ValueError(f"{out / name} does not match run.json (a partial write?)")
     return run

@@ -505,3 +505,12 @@ def test_verify_report_refuses_a_run_json_that_lists_no_files_by_name(
     (tmp_path / "run.json").write_text(run, encoding="utf-8")
     with pytest.raises(ValueError, match=r"run\.json: " + re.escape(says)):
         verify_report(tmp_path)
+
+
+def test_verify_report_says_a_listed_file_that_is_gone_by_name(tmp_path: Path) -> None:
+    """A report file that run.json lists and the folder no longer holds (deleted, or a copy of the folder cut
+    short) stopped verify_report in a FileNotFoundError, where a file that does not match is a ValueError
+    naming it: the folder is not whole either way."""
+    (tmp_path / "run.json").write_text('{"files": {"pairs.csv": "ab"}}', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"pairs\.csv: listed in run\.json, missing"):
+        verify_report(tmp_path)
