@@ -307,7 +307,20 @@ def _as_read(frame: pd.DataFrame, i: int, conversion: str) -> str:
     """The clause that says row ``i`` (0-based) of ``frame`` as the model reads its texts (converted with
     ``conversion``), for a refusal of its pair."""
     a, b = frame["text_a"].iloc[i], frame["text_b"].iloc[i]
-    return f" as the model reads them, converted to one script (--convert {conversion}): {a!r} / {b!r}"
+    return f"{as_the_model_reads(conversion)}: {a!r} / {b!r}"
+
+
+def as_the_model_reads(conversion: str) -> str:
+    """The words that say texts were compared as the model reads them, converted with ``conversion``.
+
+    >>> as_the_model_reads("tw2sp")
+    ' as the model reads them, converted to one script (--convert tw2sp)'
+    >>> as_the_model_reads("none")
+    ' as the model reads them (--convert none)'
+    """
+    if conversion == "none":
+        return " as the model reads them (--convert none)"
+    return f" as the model reads them, converted to one script (--convert {conversion})"
 
 
 def _refuse_leak(
@@ -370,8 +383,9 @@ def load_pairs(
     warning naming the rows (:func:`count_once`), as training, evaluation and calibration read a pair file:
     each pair counts once, in every figure alike. ``"keep"`` (the default) gives every row, as the file
     holds it (a merge writes the file back; the verdict store is checked against its rows). With
-    ``repeats="once"``, ``conversion`` (``tw2sp``): a row repeating an earlier row's pair as the model reads
-    them, converted to one script, is left out too, and said so (the first row kept: :func:`count_once`).
+    ``repeats="once"``, ``conversion`` (``tw2sp``, or ``none``): a row repeating an earlier row's pair as the
+    model reads them (``&#8226;`` as ``•``, converted to one script) is left out too, and said so (the
+    first row kept: :func:`count_once`).
 
     ``shown_as``: the name the file's refusals and warnings give it (a merge reads back the temporary copy
     it wrote of the pair file by the pair file's name); left out, ``path``."""
@@ -391,7 +405,7 @@ def load_pairs(
         frame = kept
     if repeats == "once":
         frame = count_once(frame, name)
-        if conversion is not None and conversion != "none":  # one pair in two scripts: one to the model
+        if conversion is not None:  # one pair in two scripts, or with an entity: one to the model
             frame = count_once(frame, name, conversion=conversion)
     return frame.reset_index(drop=True)
 
@@ -495,10 +509,11 @@ def count_once(
     (:func:`check_split_leaks`). Counted twice, one pair would weigh double in a Spearman, a threshold's F1
     and a training epoch alike, because a row was pasted twice.
 
-    ``conversion`` (``tw2sp``): the texts are compared as the model reads them, converted to one script
-    (:func:`nlsim.io.cells.model_texts`), as training's check of the splits compares them: a pair given in
-    Traditional characters and again in Simplified ones (or with ``&#8226;`` for ``•``) is one pair to the
-    model. The first row is kept;
+    ``conversion`` (``tw2sp``, or ``none``): the texts are compared as the model reads them
+    (:func:`nlsim.io.cells.model_texts`: ``&#8226;`` is ``•``, then converted to one script), as training's
+    check of the splits compares them: a pair given in Traditional characters and again in Simplified ones,
+    or with ``&#8226;`` for ``•`` (with ``none`` too), is one pair to the model. Left out (``None``), as
+    written. The first row is kept;
     the warning says the conversion, and the score of a row left out that differs from the kept one's.
 
     Example:
@@ -532,7 +547,7 @@ def _repeats(frame: pd.DataFrame, conversion: str | None) -> tuple[list[bool], l
     """Which rows of ``frame`` :func:`count_once` keeps, and those it leaves out with the row each repeats
     (from 1)."""
     keyed = frame
-    if conversion is not None and conversion != "none":
+    if conversion is not None:
         keyed = frame.assign(text_a=model_texts(frame["text_a"].astype(str), conversion))
         keyed["text_b"] = model_texts(frame["text_b"].astype(str), conversion)
     seen: dict[tuple[tuple[str, ...], str], int] = {}
@@ -565,10 +580,7 @@ def _warn_repeated(
     )
     why = "(same split, same score) and are counted once"
     if conversion is not None:
-        why = (
-            f"in the same split as the model reads them, converted to one script (--convert {conversion}), "
-            "and are counted once, the first row kept"
-        )
+        why = f"in the same split{as_the_model_reads(conversion)}, and are counted once, the first row kept"
     more = f" and {len(repeated) - shown} more" if len(repeated) > shown else ""
     warn(f"{source}: {len(repeated)} row(s) repeat the pair of an earlier row {why}: {listed}{more}")
 

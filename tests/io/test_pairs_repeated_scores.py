@@ -170,6 +170,26 @@ def test_a_pair_written_with_an_entity_is_counted_once_as_the_model_reads_it(
     assert "row 3 (row 1's pair)" in caplog.text
 
 
+def test_a_pair_written_with_an_entity_is_counted_once_without_a_script_conversion_too(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With ``--convert none`` the model still reads ``&#8226;`` as ``•``
+    (:func:`~nlsim.io.cells.model_text`), and training's check of the splits compares the texts so;
+    ``nlsim evaluate --convert none`` compared them as written and counted such a pair twice. It is one
+    pair, said as the model reads it."""
+    path = write(
+        tmp_path / "p.tsv",
+        "p1\t\t\t正源&#8226;尚峰活動\t尚峰業主活動\t1\tvalidation",
+        "p2\t\t\t股市今天大漲\t足球聯賽開幕\t0\tvalidation",
+        "p3\t\t\t正源•尚峰活動\t尚峰業主活動\t1\tvalidation",
+    )
+    with caplog.at_level("WARNING", logger="nlsim"):
+        once = load_pairs(path, "validation", repeats="once", conversion="none")
+    assert once["pair_id"].tolist() == ["p1", "p2"]
+    assert "row 3 (row 1's pair)" in caplog.text and "as the model reads them (--convert none)" in caplog.text
+    assert len(load_pairs(path, "validation", repeats="once")) == 3  # no conversion named: as written
+
+
 def test_an_item_paired_with_itself_is_refused_by_row_and_field(tmp_path: Path) -> None:
     """``nlsim evaluate`` and ``nlsim calibrate`` scored a row pairing an item with itself (a cosine of 1
     that only flatters the figures; training learnt from it), where ``nlsim judge`` and ``nlsim annotate

@@ -275,6 +275,25 @@ def test_a_pair_given_again_in_the_other_script_in_its_split_is_trained_and_judg
     assert len(prepare_pairs(cfg.with_(conversion="none")).validation) == 6
 
 
+def test_a_pair_given_again_with_markup_is_trained_and_judged_once_without_a_conversion(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With ``--convert none`` the model still reads ``<b>颱風來了</b>`` as ``颱風來了``
+    (:func:`~nlsim.io.cells.model_text`): training kept a validation pair given so and again plainly as two,
+    weighing double in the checkpoint's choice, though its check of the splits reads them as one."""
+    from nlsim.training.config import FinetuneConfig
+    from nlsim.training.data import prepare_pairs
+
+    rows = [row for row in SCRIPT_PAIRS if row[1] != "新手机发布"]  # no pair in two splits
+    rows.append(("<b>颱風來了</b>", "颱風登陸臺灣", "1", "validation"))  # row 8's pair, in bold
+    pairs = tmp_path / "pairs.tsv"
+    pd.DataFrame(rows, columns=["text_a", "text_b", "score", "split"]).to_csv(pairs, sep="\t", index=False)
+    with caplog.at_level("WARNING", logger="nlsim"):
+        data = prepare_pairs(FinetuneConfig.of(pairs=str(pairs), conversion="none", calibrate_level=0.75))
+    assert len(data.validation) == 4
+    assert "row 12 (row 8's pair)" in caplog.text and "(--convert none)" in caplog.text
+
+
 def test_training_says_the_rows_it_leaves_out_for_naming_no_split(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
