@@ -500,7 +500,12 @@ def warn_unsplit(frame: pd.DataFrame, split: str, source: str | Path, *, shown: 
 
 
 def count_once(
-    frame: pd.DataFrame, source: str | Path = "<pairs>", *, shown: int = 5, conversion: str | None = None
+    frame: pd.DataFrame,
+    source: str | Path = "<pairs>",
+    *,
+    shown: int = 5,
+    conversion: str | None = None,
+    read: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """``frame`` (a validated pair table, its index the file's rows from 0) without the rows that repeat an
     earlier row's pair in the same split (the same ids or the same texts, in either order:
@@ -515,6 +520,9 @@ def count_once(
     or with ``&#8226;`` for ``•`` (with ``none`` too), is one pair to the model. Left out (``None``), as
     written. The first row is kept;
     the warning says the conversion, and the score of a row left out that differs from the kept one's.
+    ``read``: ``frame``'s texts as the model reads them with ``conversion`` (:func:`as_read`; its
+    ``text_a`` and ``text_b``, row for row), where the caller holds them already: compared so, not
+    converted again; the rows returned are ``frame``'s.
 
     Example:
         >>> df = pd.DataFrame({"text_a": ["A", "c", "b "], "text_b": ["B", "d", "a"], "split": "test"})
@@ -524,10 +532,9 @@ def count_once(
         >>> len(count_once(df, "p.tsv")), len(count_once(df, "p.tsv", conversion="tw2sp"))
         (2, 1)
     """
-    keep, repeated = _repeats(frame, conversion)
+    keep, repeated = _repeats(frame, conversion, read)
     if repeated:
-        converted = conversion if conversion is not None and conversion != "none" else None
-        _warn_repeated(frame, repeated, source, shown, converted)
+        _warn_repeated(frame, repeated, source, shown, conversion)
     return frame[np.array(keep, dtype=bool)]  # a list, empty, would pick no column
 
 
@@ -543,13 +550,14 @@ def repeated_rows(frame: pd.DataFrame, conversion: str | None = None) -> list[tu
     return _repeats(frame, conversion)[1]
 
 
-def _repeats(frame: pd.DataFrame, conversion: str | None) -> tuple[list[bool], list[tuple[int, int]]]:
+def _repeats(
+    frame: pd.DataFrame, conversion: str | None, read: pd.DataFrame | None = None
+) -> tuple[list[bool], list[tuple[int, int]]]:
     """Which rows of ``frame`` :func:`count_once` keeps, and those it leaves out with the row each repeats
-    (from 1)."""
+    (from 1); ``read``: as :func:`count_once` takes it."""
     keyed = frame
     if conversion is not None:
-        keyed = frame.assign(text_a=model_texts(frame["text_a"].astype(str), conversion))
-        keyed["text_b"] = model_texts(frame["text_b"].astype(str), conversion)
+        keyed = as_read(frame, conversion) if read is None else read
     seen: dict[tuple[tuple[str, ...], str], int] = {}
     keep: list[bool] = []
     repeated: list[tuple[int, int]] = []  # (row, the row it repeats), 1-based
@@ -561,6 +569,18 @@ def _repeats(frame: pd.DataFrame, conversion: str | None) -> tuple[list[bool], l
         if first is not None:
             repeated.append((int(row) + 1, first))
     return keep, repeated
+
+
+def as_read(frame: pd.DataFrame, conversion: str) -> pd.DataFrame:
+    """A copy of ``frame`` whose ``text_a`` and ``text_b`` are as the model reads them, converted with
+    ``conversion`` (:func:`nlsim.io.cells.model_texts`).
+
+    >>> as_read(pd.DataFrame({"text_a": ["颱風&#8226;"], "text_b": ["<b>登陸</b>"]}), "tw2sp").values.tolist()
+    [['台风•', '登陆']]
+    """
+    out = frame.assign(text_a=model_texts(frame["text_a"].astype(str), conversion))
+    out["text_b"] = model_texts(frame["text_b"].astype(str), conversion)
+    return out
 
 
 def _warn_repeated(

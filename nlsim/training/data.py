@@ -280,9 +280,10 @@ def once_converted(every: pd.DataFrame, rows: list[int], source: str, conversion
     script (a validation pair in Traditional characters given again in Simplified ones with the same score:
     another score is refused by :func:`check_converted_leaks`), said as :func:`~nlsim.io.pairs.count_once`
     says it. Counted twice, the pair would weigh double in an epoch and in the validation and test figures,
-    where ``nlsim evaluate`` counts it once."""
-    written = every.assign(text_a=every["orig_text_a"], text_b=every["orig_text_b"])
-    once = count_once(written.set_axis(pd.Index(rows) - 1), source, conversion=conversion)
+    where ``nlsim evaluate`` counts it once. The texts are compared as ``every`` holds them, converted
+    already."""
+    placed = every.set_axis(pd.Index(rows) - 1)  # the file's rows, for count_once to name
+    once = count_once(placed, source, conversion=conversion, read=placed)
     return every[np.isin(np.asarray(rows) - 1, once.index.to_numpy())].reset_index(drop=True)
 
 

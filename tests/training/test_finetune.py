@@ -294,6 +294,28 @@ def test_a_pair_given_again_with_markup_is_trained_and_judged_once_without_a_con
     assert "row 12 (row 8's pair)" in caplog.text and "(--convert none)" in caplog.text
 
 
+def test_the_pairs_converted_for_training_are_not_converted_again_to_count_them_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Training converts the pair file's texts once (:func:`~nlsim.training.data.convert_pairs`); counting
+    a pair given twice once, as the model reads it, compares those texts, never converting the whole file
+    a second time."""
+    import nlsim.io.pairs as pairs_module
+    from nlsim.training.data import convert_pairs, once_converted
+
+    rows = [row for row in SCRIPT_PAIRS if row[1] != "新手机发布"]
+    rows.append(("台风来了", "台风登陆台湾", "1", "validation"))  # row 8's pair in Simplified characters
+    table = pd.DataFrame(rows, columns=["text_a", "text_b", "score", "split"]).astype({"score": float})
+    every = convert_pairs(table, "tw2sp")
+
+    def again(*_: object) -> None:
+        raise AssertionError("the converted texts were converted again")
+
+    monkeypatch.setattr(pairs_module, "model_texts", again)
+    once = once_converted(every, list(range(1, len(every) + 1)), "p.tsv", "tw2sp")
+    assert len(once) == len(every) - 1 and once["orig_text_a"].tolist() == table["text_a"].tolist()[:-1]
+
+
 def test_training_says_the_rows_it_leaves_out_for_naming_no_split(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
