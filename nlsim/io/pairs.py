@@ -385,7 +385,9 @@ def load_pairs(
     holds it (a merge writes the file back; the verdict store is checked against its rows). With
     ``repeats="once"``, ``conversion`` (``tw2sp``, or ``none``): a row repeating an earlier row's pair as the
     model reads them (``&#8226;`` as ``•``, converted to one script) is left out too, and said so (the
-    first row kept: :func:`count_once`).
+    first row kept: :func:`count_once`). Given a ``conversion``, the file is checked as the model reads its
+    texts too, as training checks it (:func:`check_split_leaks` on :func:`as_read`'s texts): one pair to the
+    model in two splits, or twice in a split with two scores, is refused naming the row and the field.
 
     ``shown_as``: the name the file's refusals and warnings give it (a merge reads back the temporary copy
     it wrote of the pair file by the pair file's name); left out, ``path``."""
@@ -397,6 +399,9 @@ def load_pairs(
     frame = validate_pairs(table, name, repeated_scores="refuse", misread="refuse")
     check_pinned(path)
     warn_damaged(frame, name)
+    read = None if conversion is None else as_read(frame, conversion)
+    if read is not None:  # one pair to the model in two splits, or with two scores: as training refuses it
+        check_split_leaks(read, name, converted=conversion)
     if split is not None:
         kept = frame[frame["split"] == split]
         if kept.empty:
@@ -405,8 +410,8 @@ def load_pairs(
         frame = kept
     if repeats == "once":
         frame = count_once(frame, name)
-        if conversion is not None:  # one pair in two scripts, or with an entity: one to the model
-            frame = count_once(frame, name, conversion=conversion)
+        if read is not None:  # one pair in two scripts, or with an entity: one to the model
+            frame = count_once(frame, name, conversion=conversion, read=read.loc[frame.index])
     return frame.reset_index(drop=True)
 
 

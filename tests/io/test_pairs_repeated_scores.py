@@ -125,16 +125,15 @@ def test_a_pair_in_two_scripts_is_counted_once_as_the_model_reads_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """``nlsim calibrate`` and ``nlsim evaluate`` read a pair file with the conversion the model reads the
-    texts with: one pair in Traditional characters and again in Simplified ones in a split (here with
-    another score, which a file's own check, comparing the texts as written, lets through) counted twice in
-    the threshold's F1. The first row is kept, and the row left out is named with its score; another
-    split's rows are another split's."""
+    texts with: one pair in Traditional characters and again in Simplified ones in a split counted twice in
+    the threshold's F1. The first row is kept, and the row left out is named; another split's rows are
+    another split's."""
     path = write(
         tmp_path / "p.tsv",
         "p1			颱風登陸臺灣	颱風來了	1	validation",
         "p2			股市今天大漲	足球聯賽開幕	0	validation",
-        "p3			台风来了	台风登陆台湾	0.75	validation",
-        "p4			股市今天大涨	足球联赛开幕	0	train",
+        "p3			台风来了	台风登陆台湾	1	validation",
+        "p4			股市明天大跌	足球聯賽閉幕	0	test",
     )
     with caplog.at_level("WARNING", logger="nlsim"):
         once = load_pairs(path, "validation", repeats="once", conversion="tw2sp")
@@ -144,11 +143,51 @@ def test_a_pair_in_two_scripts_is_counted_once_as_the_model_reads_it(
         in caplog.text
     )
     assert "(--convert tw2sp)" in caplog.text
-    assert "row 3 (row 1's pair, score 0.75 here, 1 there)" in caplog.text
+    assert "row 3 (row 1's pair)" in caplog.text
     assert len(load_pairs(path, "validation", repeats="once", conversion="none")) == 3
-    assert len(load_pairs(path, repeats="once", conversion="tw2sp")) == 3  # p4 is train's
+    assert len(load_pairs(path, repeats="once", conversion="tw2sp")) == 3  # p4 is test's
+    assert len(load_pairs(path, repeats="once", conversion="none")) == 4  # two scripts: two pairs
     header = write(tmp_path / "header.tsv")  # no pairs: refused for that by its reader, not by a lost column
     assert load_pairs(header, repeats="once", conversion="tw2sp").columns.tolist()[:5] == list(COLUMNS)
+
+
+def test_a_pair_in_two_scripts_with_two_scores_or_in_two_splits_is_refused_as_training_refuses_it(
+    tmp_path: Path,
+) -> None:
+    """One pair to the model, in Traditional characters and again in Simplified ones: ``nlsim finetune``
+    refuses the file when the two rows of a split give it two scores, or when they are in two splits; ``nlsim
+    evaluate`` and ``nlsim calibrate`` kept the first row's score (or scored a training pair as a test one)
+    and said so in a warning only. They refuse it as training does, naming the file, the row and the field;
+    with ``--convert none`` the two are two pairs."""
+    from tests.command import nlsim, refused
+
+    scored = write(
+        tmp_path / "scored.tsv",
+        "p1\t\t\t颱風登陸臺灣\t颱風來了\t1\ttest",
+        "p2\t\t\t股市今天大漲\t足球聯賽開幕\t0\ttest",
+        "p3\t\t\t台风来了\t台风登陆台湾\t0.75\ttest",
+        "p4\t\t\t新手機發佈\t手機價格下調\t0.5\ttest",
+    )
+    with pytest.raises(InputError) as info:
+        load_pairs(scored, "test", repeats="once", conversion="tw2sp")
+    assert (info.value.row, info.value.field) == (3, "score")
+    said = info.value.reason
+    assert "the same pair as row 1 has score 0.75 here and 1 there as the model reads them" in said
+    assert len(load_pairs(scored, "test", repeats="once", conversion="none")) == 4
+    proc = nlsim("evaluate", "--model", "tfidf-char2", "--pairs", scored, "--convert", "tw2sp", cwd=tmp_path)
+    refused(proc, f"{scored}: row 3, field 'score'", "as the model reads them", command="evaluate")
+    split = write(
+        tmp_path / "split.tsv",
+        "p1\t\t\t颱風登陸臺灣\t颱風來了\t1\ttrain",
+        "p2\t\t\t股市今天大漲\t足球聯賽開幕\t0\ttest",
+        "p3\t\t\t台风来了\t台风登陆台湾\t1\ttest",
+        "p4\t\t\t新手機發佈\t手機價格下調\t0.5\ttest",
+    )
+    with pytest.raises(InputError) as info:
+        load_pairs(split, "test", repeats="once", conversion="tw2sp")
+    assert (info.value.row, info.value.field) == (3, "text_a")
+    assert "the same pair as row 1 is in split 'train' and in 'test' as the model reads" in info.value.reason
+    assert len(load_pairs(split, "test", repeats="once", conversion="none")) == 3
 
 
 def test_a_pair_written_with_an_entity_is_counted_once_as_the_model_reads_it(
