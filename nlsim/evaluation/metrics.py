@@ -78,10 +78,13 @@ def pair_similarities(scorer: Any, pairs: pd.DataFrame, conversion: str | None =
     return np.asarray(as_pair_scorer(scorer)(a, b), dtype=np.float64)
 
 
-def check_scorable(pairs: pd.DataFrame, source: str = "<pairs>", split: str = "all") -> None:
+def check_scorable(
+    pairs: pd.DataFrame, source: str = "<pairs>", split: str = "all", *, more: str = ""
+) -> None:
     """Refuse (:class:`~nlsim.errors.InputError`: what the pair file ``source`` holds, exit status 1) the
     pairs of ``split`` (``all``: every pair) that no correlation can be computed on: fewer than 3, or all
-    with one score.
+    with one score (:func:`check_scores_differ`). ``more``: the words the refusal ends with (a caller's
+    way out).
 
     Example:
         >>> check_scorable(pd.DataFrame({"score": [0.5]}), "p.tsv", "test")
@@ -89,21 +92,45 @@ def check_scorable(pairs: pd.DataFrame, source: str = "<pairs>", split: str = "a
         ...
         nlsim.errors.InputError: p.tsv: field 'split': 1 pair(s) in split 'test'; Spearman needs at least ...
     """
-    where = f"in split {split!r}" if split != "all" else "in the file"
     if len(pairs) < 3:
         raise InputError(
             source,
             None,
             "split",
-            f"{len(pairs)} pair(s) {where}; Spearman needs at least 3 pairs with different scores",
+            f"{len(pairs)} pair(s) {_where(split)}; Spearman needs at least 3 pairs with different "
+            f"scores{more}",
         )
-    if pairs["score"].nunique() < 2:
-        raise InputError(
-            source,
-            None,
-            "score",
-            f"every pair {where} has the score {pairs['score'].iloc[0]:g}; Spearman is undefined",
-        )
+    check_scores_differ(pairs, source, split, more=more)
+
+
+def check_scores_differ(
+    pairs: pd.DataFrame, source: str = "<pairs>", split: str = "all", *, more: str = ""
+) -> None:
+    """Refuse (:class:`~nlsim.errors.InputError`, field ``score``) the pairs of ``split`` of the pair file
+    ``source`` when they all have one score: their Spearman and Pearson are undefined. What ``nlsim
+    evaluate``, ``nlsim finetune`` (its test split) and ``nlsim learning-curve`` refuse alike, each adding
+    its way out (``more``); no pairs are no pairs of one score.
+
+    Example:
+        >>> check_scores_differ(pd.DataFrame({"score": [0.5, 0.5]}), "p.tsv", "test")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.InputError: p.tsv: field 'score': the 2 pair(s) in split 'test' all have the score ...
+    """
+    if pairs.empty or pairs["score"].nunique() > 1:
+        return
+    raise InputError(
+        source,
+        None,
+        "score",
+        f"the {len(pairs)} pair(s) {_where(split)} all have the score {pairs['score'].iloc[0]:g}: Spearman "
+        f"and Pearson are undefined (a correlation needs scores that differ){more}",
+    )
+
+
+def _where(split: str) -> str:
+    """Where a check of ``split``'s pairs looked (``all``: the whole file)."""
+    return f"in split {split!r}" if split != "all" else "in the file"
 
 
 def evaluate(encoder: Any, pairs: pd.DataFrame, conversion: str | None = None) -> Metrics:

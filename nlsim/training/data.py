@@ -28,7 +28,7 @@ import pandas as pd
 from nlsim.clusters.constraints import pair_key
 from nlsim.clusters.verdicts import TrainingPairs, training_pairs
 from nlsim.errors import ConfigError, InputError
-from nlsim.evaluation.metrics import convert_texts
+from nlsim.evaluation.metrics import check_scores_differ, convert_texts
 from nlsim.io.atomic import file_sha256
 from nlsim.io.pairs import (
     SPLITS,
@@ -138,26 +138,19 @@ def check_trainable(train: pd.DataFrame, validation: pd.DataFrame, cfg: Finetune
 
 def check_test_scorable(test: pd.DataFrame, split: str, source: str) -> None:
     """Refuse, before training, a test split (``split``, scored after training) whose pairs all have one
-    score: its Spearman and Pearson would be undefined, said only once the training time is spent. The
-    way out is named: pairs with other scores, or ``--no-test``. A file without test pairs trains as it
-    did, scoring validation only.
+    score (:func:`~nlsim.evaluation.metrics.check_scores_differ`, as ``nlsim evaluate`` refuses it): its
+    Spearman and Pearson would be undefined, said only once the training time is spent. The way out is
+    named: pairs with other scores, or ``--no-test``. A file without test pairs trains as it did, scoring
+    validation only.
 
     Example:
         >>> check_test_scorable(pd.DataFrame({"score": [0.5, 0.5]}), "test", "p.tsv")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        nlsim.errors.InputError: p.tsv: field 'score': the 2 pair(s) of split 'test' all have the score ...
+        nlsim.errors.InputError: p.tsv: field 'score': the 2 pair(s) in split 'test' all have the score ...
     """
-    if test.empty or test["score"].nunique() > 1:
-        return
-    raise InputError(
-        source,
-        None,
-        "score",
-        f"the {len(test)} pair(s) of split {split!r} all have the score {test['score'].iloc[0]:g}: its "
-        "Spearman and Pearson would be undefined after the training (a correlation needs scores that "
-        "differ); give the split pairs with other scores, or pass --no-test to train without scoring it",
-    )
+    way_out = "; give the split pairs with other scores, or pass --no-test to train without scoring it"
+    check_scores_differ(test, source, split, more=way_out)
 
 
 @dataclass

@@ -34,7 +34,7 @@ from nlsim.encoders.device import default_device
 from nlsim.encoders.registry import ALIASES
 from nlsim.errors import ConfigError, InputError, StateError
 from nlsim.evaluation.baselines import get_baseline
-from nlsim.evaluation.metrics import defined, evaluate
+from nlsim.evaluation.metrics import check_scorable, defined, evaluate
 from nlsim.io.atomic import atomic_path, atomic_write_text
 from nlsim.io.lock import GUARD_NAME, RunLock
 from nlsim.io.ownership import check_claimable, check_outside_stores, claimed
@@ -530,16 +530,8 @@ def check_curve_splits(pairs: pd.DataFrame, cfg: LearningCurveConfig) -> None:
     n_train = int((pairs["split"] == "train").sum())
     if max(cfg.sizes) > n_train:
         raise ConfigError(f"--sizes {max(cfg.sizes)}: more than the {n_train} train pairs of {cfg.pairs}")
-    test = pairs[pairs["split"] == "test"]
-    if len(test) < 3 or test["score"].nunique() < 2:  # every point's figure would be NaN
-        scores = f"all with the score {test['score'].iloc[0]:g}" if len(test) >= 3 else "fewer than 3"
-        raise InputError(
-            cfg.pairs,
-            None,
-            "score",
-            f"{len(test)} test pair(s), {scores}: Spearman needs at least 3 test pairs with different "
-            "scores to score a point",
-        )
+    test = pairs[pairs["split"] == "test"]  # every point's figure would be NaN: as nlsim evaluate refuses it
+    check_scorable(test, cfg.pairs, "test", more=" (a learning curve scores every point on the test split)")
     check_converted_leaks(convert_pairs(pairs, cfg.conversion), file_rows(pairs), cfg.pairs, cfg.conversion)
     check_points_trainable(pairs, cfg)
 

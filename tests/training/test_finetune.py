@@ -402,6 +402,40 @@ def test_a_bf16_training_keeps_its_bf16_vectors_from_every_evaluation_and_report
     assert kept and kept[0] and not kept[0] & lossy
 
 
+def test_a_test_split_of_one_score_is_refused_in_one_wording_by_finetune_evaluate_and_the_curve(
+    tmp_path: Path,
+) -> None:
+    """A test split whose pairs all have one score: ``nlsim finetune``, ``nlsim evaluate`` and ``nlsim
+    learning-curve`` each refused it in words of their own (``all have the score``, ``every pair ... has
+    the score``, ``all with the score``). One check says it for the three, each adding its way out."""
+    from nlsim.errors import InputError
+    from nlsim.evaluation.metrics import check_scorable
+    from nlsim.io.pairs import load_pairs
+    from nlsim.training.config import FinetuneConfig, LearningCurveConfig
+    from nlsim.training.data import prepare_pairs
+    from nlsim.training.learning_curve import check_curve_splits, load_curve_pairs
+
+    rows = [(a, b, "0" if split == "test" else score, split) for a, b, score, split in SCRIPT_PAIRS]
+    pairs = tmp_path / "pairs.tsv"
+    pd.DataFrame(rows, columns=["text_a", "text_b", "score", "split"]).to_csv(pairs, sep="\t", index=False)
+    curve = LearningCurveConfig(
+        pairs=str(pairs), out=str(tmp_path / "curve"), sizes=(4,), seeds=(1,), conversion="none"
+    )
+    refusals = {
+        "finetune": lambda: prepare_pairs(FinetuneConfig.of(pairs=str(pairs), conversion="none")),
+        "evaluate": lambda: check_scorable(load_pairs(pairs, "test"), str(pairs), "test"),
+        "learning-curve": lambda: check_curve_splits(load_curve_pairs(pairs, log=lambda _: None), curve),
+    }
+    said = (
+        f"{pairs}: field 'score': the 3 pair(s) in split 'test' all have the score 0: Spearman and Pearson "
+        "are undefined (a correlation needs scores that differ)"
+    )
+    for name, refusal in refusals.items():
+        with pytest.raises(InputError) as err:
+            refusal()
+        assert str(err.value).startswith(said), (name, str(err.value))
+
+
 def test_a_test_split_of_one_score_is_refused_before_any_training(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -425,7 +459,7 @@ def test_a_test_split_of_one_score_is_refused_before_any_training(
     with pytest.raises(InputError) as err:
         finetune(cfg)
     assert str(err.value).startswith(
-        f"{pairs}: field 'score': the 3 pair(s) of split 'test' all have the score 0: its Spearman"
+        f"{pairs}: field 'score': the 3 pair(s) in split 'test' all have the score 0: Spearman and Pearson"
     )
     assert "--no-test" in str(err.value)
     data = prepare_pairs(cfg.with_(eval_test=False))

@@ -372,7 +372,8 @@ def test_a_test_split_of_one_score_is_refused_before_any_work(
     _no_work(monkeypatch)
     cfg = config(flat, tmp_path / "curve", (1,))
     with pytest.raises(  # 12 rows: STS-B gives one of them twice, and with one score it counts once
-        InputError, match=r"test_scores\.tsv: field 'score': 11 test pair\(s\), all with the score"
+        InputError,
+        match=r"test_scores\.tsv: field 'score': the 11 pair\(s\) in split 'test' all have the score",
     ):
         run_learning_curve(cfg, log=lambda _: None)
     assert not (tmp_path / "curve").exists()
