@@ -41,6 +41,7 @@ from nlsim.io.pairs import (
     validate_pairs,
     warn_unsplit,
 )
+from nlsim.progress import warn
 from nlsim.training.config import MIN_TRAIN_PAIRS, FinetuneConfig
 
 MIN_VALIDATION_PAIRS = 3
@@ -151,6 +152,22 @@ def check_test_scorable(test: pd.DataFrame, split: str, source: str) -> None:
     """
     way_out = "; give the split pairs with other scores, or pass --no-test to train without scoring it"
     check_scores_differ(test, source, split, more=way_out)
+
+
+def warn_untested(pairs: pd.DataFrame, split: str, source: str) -> None:
+    """Warn (:func:`nlsim.progress.warn`) that the pair file ``source`` (read as ``pairs``) has no pairs in
+    the test split ``split``, which the run was asked to score: it trains and scores validation only, and
+    its figures have no test row, which they would otherwise not say (a split misspelt, the test rows left
+    in another file).
+
+    Example:
+        >>> warn_untested(pd.DataFrame({"split": ["train", "validation"]}), "test", "p.tsv")  # says so
+    """
+    warn(
+        f"{source}: no pairs in split {split!r}{split_counts(pairs)}: the model is scored on validation "
+        "only, and its figures have no test row (give the file test pairs, or pass --no-test not to score "
+        "one)"
+    )
 
 
 @dataclass
@@ -310,6 +327,8 @@ def prepare_pairs(cfg: FinetuneConfig, pairs: pd.DataFrame | None = None) -> Pre
     check_trainable(train, val, cfg, str(cfg.data.pairs or "<pairs>"))
     if cfg.evaluation.eval_test:
         check_test_scorable(test, cfg.data.test_split, str(cfg.data.pairs or "<pairs>"))
+        if test.empty:
+            warn_untested(every, cfg.data.test_split, str(cfg.data.pairs or "<pairs>"))
     held_out: set[str] = set()
     for frame in (val, test):
         for col in ("text_a", "text_b", "orig_text_a", "orig_text_b"):

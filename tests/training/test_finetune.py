@@ -402,6 +402,30 @@ def test_a_bf16_training_keeps_its_bf16_vectors_from_every_evaluation_and_report
     assert kept and kept[0] and not kept[0] & lossy
 
 
+def test_a_file_without_test_pairs_is_said_to_be_scored_on_validation_only(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``nlsim finetune`` scores the test split unless ``--no-test``: a file without test pairs trained and
+    reported no test row, without a word of why (a split misspelt, the test rows left in another file). It
+    says so, naming the file and what it holds; with ``--no-test`` it has nothing to say."""
+    from nlsim.training.config import FinetuneConfig
+    from nlsim.training.data import prepare_pairs
+
+    rows = [row for row in SCRIPT_PAIRS if row[3] != "test"]
+    pairs = tmp_path / "pairs.tsv"
+    pd.DataFrame(rows, columns=["text_a", "text_b", "score", "split"]).to_csv(pairs, sep="\t", index=False)
+    cfg = FinetuneConfig.of(pairs=str(pairs), conversion="none", calibrate_level=0.75)
+    with caplog.at_level("WARNING", logger="nlsim"):
+        data = prepare_pairs(cfg)
+    assert data.test.empty
+    said = f"{pairs}: no pairs in split 'test' (the file holds train: 5, validation: 4): the model is scored"
+    assert said in caplog.text and "--no-test" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="nlsim"):
+        prepare_pairs(cfg.with_(eval_test=False))
+    assert "no pairs in split 'test'" not in caplog.text
+
+
 def test_a_test_split_of_one_score_is_refused_in_one_wording_by_finetune_evaluate_and_the_curve(
     tmp_path: Path,
 ) -> None:
