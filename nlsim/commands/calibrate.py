@@ -28,6 +28,7 @@ from nlsim.io.ownership import (
     check_writable,
     is_json_record,
 )
+from nlsim.io.pairs import PAIR_FILE_FORMATS
 
 
 def register(subparsers: Any) -> None:
@@ -43,7 +44,7 @@ def register(subparsers: Any) -> None:
         formatter_class=Formatter,
     )
     p.add_argument("--model", required=True, help="registry name or model folder")
-    p.add_argument("--pairs", required=True, help="pair file (.tsv/.csv/.parquet)")
+    p.add_argument("--pairs", required=True, help=f"pair file ({PAIR_FILE_FORMATS})")
     p.add_argument(
         "--split", default="validation", help="split to calibrate on, or 'all' (default: validation)"
     )

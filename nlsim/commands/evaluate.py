@@ -12,6 +12,7 @@ from typing import Any
 from nlsim.commands.options import Formatter, max_length_arg, threads_arg
 from nlsim.conversion import DEFAULT_MODE, MODES
 from nlsim.errors import ConfigError
+from nlsim.io.pairs import PAIR_FILE_FORMATS
 
 
 def register(subparsers: Any) -> None:
@@ -31,7 +32,7 @@ def register(subparsers: Any) -> None:
         "--model", required=True, help="registry name or model folder; or a baseline: tfidf-char2, use-m3"
     )
     p.add_argument(
-        "--pairs", required=True, help="pair file (.tsv/.csv/.parquet), or 'stsb' for STS Benchmark"
+        "--pairs", required=True, help=f"pair file ({PAIR_FILE_FORMATS}), or 'stsb' for STS Benchmark"
     )
     p.add_argument(
         "--convert", default=DEFAULT_MODE, choices=MODES, help=f"script conversion (default {DEFAULT_MODE})"

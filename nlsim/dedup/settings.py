@@ -49,7 +49,7 @@ from nlsim.io.corpus_schema import (  # noqa: F401 - FUTURE_TOLERANCE_DAYS re-ex
     text_fields_problem,
     zone_problem,
 )
-from nlsim.io.pairs import SPLITS
+from nlsim.io.pairs import PAIR_FILE_FORMATS, SPLITS
 from nlsim.options import assign, comma_tuple, option, text_paths
 
 IndexKind = Literal["auto", "flat", "ivf", "hnsw"]
@@ -423,7 +423,8 @@ class ReportSettings:
     )
     judge_pairs: str | None = option(
         None,
-        help="editors' scored pairs with item ids (.tsv/.csv/.parquet): the report is judged against them at "
+        help=f"editors' scored pairs with item ids ({PAIR_FILE_FORMATS}): the report is judged against them "
+        "at "
         "the cluster level, and the page and run.json show precision, recall and F1 (default: none, the "
         "report is not judged)",
     )

@@ -68,6 +68,8 @@ TEXT_COLUMNS = (
     "notes",
 )
 """The columns of a pair file that hold text: read as UTF-8 where a Parquet file stores them as bytes."""
+PAIR_FILE_FORMATS = ".tsv/.csv/.parquet, or a .tsv/.csv compressed: .gz, .bz2, .xz"
+"""The files a pair file is read from (:func:`read_pair_table`), as a command's help names them."""
 READ_COLUMNS = (*COLUMNS, "id_a", "id_b")
 """The columns of a pair file that are read: one of them spelt otherwise (``Score``, ``Split``) is refused."""
 

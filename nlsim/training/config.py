@@ -30,6 +30,7 @@ from nlsim.conversion import Conversion, check_mode
 from nlsim.errors import ConfigError
 from nlsim.evaluation.levels import DEFAULT_LEVEL, SAME_STORY, parse_level
 from nlsim.inference.cpu import cpu_info
+from nlsim.io.pairs import PAIR_FILE_FORMATS
 from nlsim.models.settings import MOST_BATCH, check_batch_size, check_max_length, check_threads
 from nlsim.options import (
     BadItem,
@@ -153,7 +154,7 @@ class SilverConfig:
 class DataSettings:
     """The annotated pairs a run trains, chooses and scores on, and the script conversion of their texts."""
 
-    pairs: str | None = option(None, help="pair file (.tsv/.csv/.parquet) with a split column")
+    pairs: str | None = option(None, help=f"pair file ({PAIR_FILE_FORMATS}) with a split column")
     conversion: Conversion = option("tw2sp", help="script conversion of the pair texts", flags=("--convert",))
     train_size: int | None = option(
         None, help="use a random subset of this many training pairs (default: all of them)"
@@ -642,7 +643,7 @@ DEFAULT_BASELINES = ("zero-shot", "tfidf-char2", "use-m3")
 class LearningCurveConfig:
     """Sizes x seeds and the fine-tuning settings every run shares (see ``FinetuneConfig``)."""
 
-    pairs: str = option(help="pair file (.tsv/.csv/.parquet) with a split column")
+    pairs: str = option(help=f"pair file ({PAIR_FILE_FORMATS}) with a split column")
     out: str = option(help="folder for runs/, baselines.json, the table and the plot")
     sizes: tuple[int, ...] = option(DEFAULT_SIZES, help="training sizes, comma-separated")
     seeds: tuple[int, ...] = option(DEFAULT_SEEDS, help="seeds, comma-separated")

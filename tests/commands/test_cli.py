@@ -6,8 +6,11 @@ included), and progress that stays line-oriented in a log (no carriage returns).
 from __future__ import annotations
 
 import argparse
+import bz2
+import gzip
 import io
 import json
+import lzma
 import os
 import re
 import signal
@@ -669,6 +672,30 @@ def test_a_corpus_options_help_names_every_format_the_corpus_is_read_in(
     end = next(i for i in range(start + 1, len(lines)) if not lines[i].startswith(" " * 6))
     said = " ".join(" ".join(lines[start:end]).split())
     assert ".jsonl" in said and ".json array" in said, said
+
+
+@pytest.mark.parametrize("command", ["evaluate", "calibrate", "finetune", "learning-curve", "dedup"])
+def test_a_pair_files_help_names_the_compressed_files_it_is_read_from(
+    command: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A pair file is read compressed whole as well (``pairs.tsv.gz``, ``.bz2``, ``.xz``), but each
+    command's help said ``(.tsv/.csv/.parquet)``; each names the compressed files too."""
+    from nlsim.cli import build_parser
+    from nlsim.io.pairs import load_pairs
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([command, "--help"])
+    option = "--judge-pairs" if command == "dedup" else "--pairs"
+    lines = capsys.readouterr().out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith(f"{option} "))
+    end = next(i for i in range(start + 1, len(lines)) if not lines[i].startswith(" " * 6))
+    said = " ".join(" ".join(lines[start:end]).split())
+    assert all(name in said for name in (".tsv", ".csv", ".parquet", ".gz", ".bz2", ".xz")), said
+    for suffix, opener in ((".gz", gzip.open), (".bz2", bz2.open), (".xz", lzma.open)):
+        path = tmp_path / f"pairs.tsv{suffix}"
+        with opener(path, "wt", encoding="utf-8") as out:
+            out.write("text_a\ttext_b\tscore\tsplit\nA\tB\t0.5\ttest\n")
+        assert load_pairs(path)["score"].tolist() == [0.5]
 
 
 def test_the_chains_last_lines_count_one_pair_and_one_cluster_in_the_singular(
