@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from nlsim.commands.evaluate import warn_model_conversion
+from nlsim.commands.evaluate import check_split, warn_model_conversion
 from nlsim.commands.options import Formatter, threads_arg
 from nlsim.conversion import DEFAULT_MODE, MODES
 from nlsim.errors import ConfigError
@@ -99,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
     from nlsim.io.atomic import file_sha256
     from nlsim.io.pairs import load_pairs
 
+    check_split(args.split)  # as nlsim evaluate refuses it: 'all' named too, before any reading
     level = parse_level(args.level)
     model = args.model if Path(args.model).exists() else None
     if model is None and args.model in BASELINES:  # not "could not be fetched from the hub (offline?)"

@@ -339,6 +339,22 @@ def test_evaluate_refuses_an_unknown_split_naming_all_too(
         cli(argv)
 
 
+def test_calibrate_refuses_an_unknown_split_naming_all_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``nlsim calibrate --split dev`` said a pair file's splits are train, validation, test, leaving out
+    ``all``, which it takes as ``nlsim evaluate`` does; it refuses the option as ``nlsim evaluate`` does,
+    naming ``all`` too, before any other check."""
+    from nlsim.errors import ConfigError
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["calibrate", "--model", "m", "--pairs", "pairs.tsv", "--out", "cal.json", "--split", "dev"]
+    with pytest.raises(
+        ConfigError, match=r"--split 'dev': unknown split \(give train, validation, test, or all"
+    ):
+        cli(argv)
+
+
 def test_evaluate_counts_a_pair_given_in_two_scripts_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
