@@ -38,7 +38,7 @@ from nlsim.evaluation.metrics import check_scorable, defined, evaluate
 from nlsim.io.atomic import atomic_path, atomic_write_text
 from nlsim.io.lock import GUARD_NAME, RunLock
 from nlsim.io.ownership import check_claimable, check_outside_stores, claimed
-from nlsim.io.pairs import annotations_digest, split_counts
+from nlsim.io.pairs import annotations_digest, count_once, split_counts
 from nlsim.io.records import json_kind
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
@@ -345,10 +345,11 @@ def check_names_free(cfg: LearningCurveConfig, points: list[Path]) -> None:
 def run_baselines(
     cfg: LearningCurveConfig, pairs: pd.DataFrame, log: Callable[[str], None] = say
 ) -> dict[str, dict[str, Any]]:
-    """Score each baseline on the test split (and validation), stored in ``baselines.json`` (resumable)."""
+    """Score each baseline on the test split (and validation), stored in ``baselines.json`` (resumable): the
+    test pairs every point is scored on (:func:`points_test_pairs`)."""
     path = Path(cfg.out) / "baselines.json"
     stored = read_baselines(path)
-    test = pairs[pairs["split"] == "test"].reset_index(drop=True)
+    test = points_test_pairs(pairs, cfg)
     data = annotations_digest(test)
     for name in cfg.baselines:
         key = _baseline_key(cfg, name)
@@ -368,6 +369,16 @@ def run_baselines(
         atomic_write_text(path, _json_text(stored, tuple(stored)))
     keys = {_baseline_key(cfg, name) for name in cfg.baselines}
     return {k: v for k, v in stored.items() if k in keys}
+
+
+def points_test_pairs(pairs: pd.DataFrame, cfg: LearningCurveConfig) -> pd.DataFrame:
+    """The test pairs of ``pairs`` (read for training: :func:`load_curve_pairs`) as each point is scored on
+    them, as ``nlsim finetune`` and ``nlsim evaluate`` read them: a pair given twice as the model reads it
+    (in Traditional characters and again in Simplified ones, ``--convert``) counted once
+    (:func:`~nlsim.io.pairs.count_once`), so that the baselines and the points are figures of one test set."""
+    placed = pairs.set_axis(pd.Index(file_rows(pairs)) - 1)  # the file's rows, for count_once to name
+    test = placed[placed["split"] == "test"]
+    return count_once(test, cfg.pairs, conversion=cfg.conversion).reset_index(drop=True)
 
 
 def _baseline_key(cfg: LearningCurveConfig, name: str) -> str:
@@ -530,7 +541,7 @@ def check_curve_splits(pairs: pd.DataFrame, cfg: LearningCurveConfig) -> None:
     n_train = int((pairs["split"] == "train").sum())
     if max(cfg.sizes) > n_train:
         raise ConfigError(f"--sizes {max(cfg.sizes)}: more than the {n_train} train pairs of {cfg.pairs}")
-    test = pairs[pairs["split"] == "test"]  # every point's figure would be NaN: as nlsim evaluate refuses it
+    test = points_test_pairs(pairs, cfg)  # every point's figure would be NaN: as nlsim evaluate refuses it
     check_scorable(test, cfg.pairs, "test", more=" (a learning curve scores every point on the test split)")
     check_converted_leaks(convert_pairs(pairs, cfg.conversion), file_rows(pairs), cfg.pairs, cfg.conversion)
     check_points_trainable(pairs, cfg)

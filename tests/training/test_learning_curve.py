@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -303,6 +304,47 @@ def test_a_baseline_is_scored_again_when_the_test_pairs_changed(
     changed = pairs.assign(score=pairs["score"].where(~test, 1.0 - pairs["score"]))  # other test pairs
     again = run_baselines(cfg, changed, log=lambda _: None)
     assert scored == ["tfidf-char2", "tfidf-char2"] and again != first
+
+
+def test_a_baseline_counts_a_test_pair_given_in_two_scripts_once_as_the_points_do(tmp_path: Path) -> None:
+    """A test pair in Traditional characters and again in Simplified ones (one score) is one pair to the
+    model (``--convert tw2sp``): each point, trained through ``nlsim finetune``'s reading, scores it once,
+    as ``nlsim evaluate`` does, but the curve's baselines scored both rows, so the curve set figures of
+    two test sets side by side. The baselines score the points' test pairs."""
+    from nlsim.errors import InputError
+    from nlsim.training.data import prepare_pairs
+    from nlsim.training.learning_curve import check_curve_splits, load_curve_pairs, run_baselines
+
+    rows = [
+        ("股市今天大漲", "股市今日大漲三成", "1", "train"),
+        ("足球聯賽開幕", "足球聯賽閉幕", "0.25", "train"),
+        ("北京房價上漲", "上海房價下跌", "0.25", "train"),
+        ("公務員考試報名", "公務員考試成績", "0.5", "train"),
+        ("新手機發佈", "手機價格下調", "0", "train"),
+        ("籃球比賽結果", "足球聯賽開幕", "0", "validation"),
+        ("股市明天大跌", "股市今天大漲", "0.5", "validation"),
+        ("颱風來了", "颱風登陸臺灣", "1", "validation"),
+        ("颱風來了", "股市明天大跌", "0", "validation"),
+        ("電影票房創新高", "公務員考試報名", "0", "test"),
+        ("颱風消息", "颱風來襲", "1", "test"),
+        ("台风来袭", "台风消息", "1", "test"),  # row 11's pair in Simplified characters, in either order
+        ("股市今日大涨", "足球聯賽閉幕", "0.5", "test"),
+    ]
+    path = tmp_path / "pairs.tsv"
+    pd.DataFrame(rows, columns=["text_a", "text_b", "score", "split"]).to_csv(path, sep="\t", index=False)
+    cfg = dataclasses.replace(config(path, tmp_path / "curve", (1,)), conversion="tw2sp", sizes=(4,))
+    pairs = load_curve_pairs(path, log=lambda _: None)
+    (scored,) = run_baselines(cfg, pairs, log=lambda _: None).values()
+    point = prepare_pairs(cfg.finetune_config(4, 1), pairs)
+    assert scored["n"] == len(point.test) == 3
+    fewer = tmp_path / "fewer.tsv"  # three test rows, two test pairs to the model: too few to score a point
+    pd.DataFrame(rows[:-1], columns=["text_a", "text_b", "score", "split"]).to_csv(
+        fewer, sep="\t", index=False
+    )
+    with pytest.raises(InputError, match=r"fewer\.tsv: field 'split': 2 pair\(s\) in split 'test'"):
+        check_curve_splits(
+            load_curve_pairs(fewer, log=lambda _: None), dataclasses.replace(cfg, pairs=str(fewer))
+        )
 
 
 def test_the_zero_shot_baseline_is_scored_again_at_another_max_length(
