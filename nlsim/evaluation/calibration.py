@@ -230,10 +230,19 @@ def threshold_metrics(
     return {**at.as_dict(), "n": int(len(np.asarray(scores))), "n_positive": positives}
 
 
-def check_calibratable(pairs: pd.DataFrame, level: float, source: str | Path, split: str) -> None:
+def check_calibratable(
+    pairs: pd.DataFrame,
+    level: float,
+    source: str | Path,
+    split: str,
+    *,
+    way_out: str = "another --level, or another --split",
+) -> None:
     """Refuse (:class:`~nlsim.errors.InputError`: what the pair file holds, exit status 1), before a model
     is loaded and the pairs embedded, pairs no threshold can be calibrated on: none at all, or none on one
-    side of ``level``; the message names the file, the field and the split.
+    side of ``level``; the message names the file, the field and the split, and ``way_out``. ``nlsim
+    calibrate`` and ``nlsim finetune`` (its validation split, :func:`nlsim.training.data.check_trainable`)
+    refuse them so.
 
     Example:
         >>> check_calibratable(pd.DataFrame({"score": [0.5, 0.25]}), 1.0, "p.tsv", "test")
@@ -253,7 +262,7 @@ def check_calibratable(pairs: pd.DataFrame, level: float, source: str | Path, sp
         None,
         "score",
         f"{which.format(len(pairs), of)} at or above level {level}; a threshold needs pairs on both sides of "
-        "it (another --level, or another --split)",
+        f"it ({way_out})",
     )
 
 

@@ -28,6 +28,7 @@ import pandas as pd
 from nlsim.clusters.constraints import pair_key
 from nlsim.clusters.verdicts import TrainingPairs, training_pairs
 from nlsim.errors import ConfigError, InputError
+from nlsim.evaluation.calibration import check_calibratable
 from nlsim.evaluation.metrics import check_scores_differ, convert_texts
 from nlsim.io.atomic import file_sha256
 from nlsim.io.pairs import (
@@ -125,16 +126,9 @@ def check_trainable(train: pd.DataFrame, validation: pd.DataFrame, cfg: Finetune
                 "is nothing to learn or to choose the checkpoint on)",
             )
     level = cfg.evaluation.calibrate_level
-    if level is not None:
-        above = int((validation["score"] >= float(level) - 1e-9).sum())
-        if above in (0, len(validation)):
-            raise InputError(
-                source,
-                None,
-                "score",
-                f"{above} of the {len(validation)} validation pairs reach level {level}; the threshold "
-                "cannot be calibrated without pairs on both sides (add pairs, or choose another --level)",
-            )
+    if level is not None:  # as nlsim calibrate refuses it
+        way_out = "add pairs, or choose another --level"
+        check_calibratable(validation, float(level), source, cfg.data.val_split, way_out=way_out)
 
 
 def check_test_scorable(test: pd.DataFrame, split: str, source: str) -> None:

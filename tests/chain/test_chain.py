@@ -1260,7 +1260,11 @@ def test_a_first_report_from_cached_embeddings_is_not_the_estimates_measure_of_e
     [
         ("validation", None, r"field 'split': no pairs in split 'validation' \(the file holds train: 8, "),
         ("train", None, r"field 'split': no pairs in split 'train'"),
-        (None, "0.8 1.0", r"field 'score': 8 of the 8 validation pairs reach level 0.8"),
+        (
+            None,
+            "0.8 1.0",
+            r"field 'score': all of the 8 pairs of split 'validation' are at or above level 0.8",
+        ),
     ],
 )
 def test_pairs_fine_tuning_cannot_train_on_are_refused_before_the_baseline(

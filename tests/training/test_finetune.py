@@ -402,6 +402,31 @@ def test_a_bf16_training_keeps_its_bf16_vectors_from_every_evaluation_and_report
     assert kept and kept[0] and not kept[0] & lossy
 
 
+def test_validation_pairs_all_on_one_side_of_the_level_are_refused_in_calibrates_words(
+    tmp_path: Path,
+) -> None:
+    """Validation pairs all on one side of the level: ``nlsim finetune`` said '4 of the 4 validation pairs
+    reach level 0.75', ``nlsim calibrate`` 'all of the 4 pairs of split 'validation' are at or above level
+    0.75'. One check says it for both, each with its way out."""
+    from nlsim.errors import InputError
+    from nlsim.evaluation.calibration import check_calibratable
+    from nlsim.io.pairs import load_pairs
+    from nlsim.training.config import FinetuneConfig
+    from nlsim.training.data import prepare_pairs
+
+    rows = [(a, b, "0.75" if split == "validation" else score, split) for a, b, score, split in SCRIPT_PAIRS]
+    pairs = tmp_path / "pairs.tsv"
+    rows[5] = (*rows[5][:2], "1", "validation")  # 1 and 0.75: two scores, both at or above 0.75
+    pd.DataFrame(rows, columns=["text_a", "text_b", "score", "split"]).to_csv(pairs, sep="\t", index=False)
+    with pytest.raises(InputError) as trained:
+        prepare_pairs(FinetuneConfig.of(pairs=str(pairs), conversion="none", calibrate_level=0.75))
+    with pytest.raises(InputError) as calibrated:
+        check_calibratable(load_pairs(pairs, "validation"), 0.75, str(pairs), "validation")
+    said = f"{pairs}: field 'score': all of the 4 pairs of split 'validation' are at or above level 0.75"
+    assert str(trained.value).startswith(said) and str(calibrated.value).startswith(said)
+    assert "add pairs, or choose another --level" in str(trained.value)
+
+
 def test_a_file_without_test_pairs_is_said_to_be_scored_on_validation_only(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
