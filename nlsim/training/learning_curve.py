@@ -48,6 +48,7 @@ from nlsim.training.data import (
     check_trainable,
     convert_pairs,
     file_rows,
+    once_converted,
     overruled_note,
     read_for_training,
     split_pairs,
@@ -528,7 +529,9 @@ def check_curve_splits(pairs: pd.DataFrame, cfg: LearningCurveConfig) -> None:
     keeps its best epoch on validation and is scored on test (at least 3 test pairs, not all of one
     score); the largest size must fit in train, no pair may be another split's once converted to one
     script (:func:`~nlsim.training.data.check_converted_leaks`), and every point must be able to train
-    (:func:`check_points_trainable`)."""
+    (:func:`check_points_trainable`). The splits are counted as each point reads them, as ``nlsim
+    finetune`` does: a pair given twice as the model reads it (in two scripts) once
+    (:func:`~nlsim.training.data.once_converted`)."""
     for split in ("train", "validation", "test"):
         if not (pairs["split"] == split).any():
             raise InputError(
@@ -538,13 +541,15 @@ def check_curve_splits(pairs: pd.DataFrame, cfg: LearningCurveConfig) -> None:
                 f"no {split} pairs{split_counts(pairs)}: a learning curve trains on train, keeps the best "
                 "epoch on validation and scores every point on test",
             )
-    n_train = int((pairs["split"] == "train").sum())
+    every, rows = convert_pairs(pairs, cfg.conversion), file_rows(pairs)
+    check_converted_leaks(every, rows, cfg.pairs, cfg.conversion)
+    read = once_converted(every, rows, cfg.pairs, cfg.conversion)  # as each point reads them
+    n_train = int((read["split"] == "train").sum())
     if max(cfg.sizes) > n_train:
         raise ConfigError(f"--sizes {max(cfg.sizes)}: more than the {n_train} train pairs of {cfg.pairs}")
-    test = points_test_pairs(pairs, cfg)  # every point's figure would be NaN: as nlsim evaluate refuses it
+    test = read[read["split"] == "test"]  # every point's figure would be NaN: as nlsim evaluate refuses it
     check_scorable(test, cfg.pairs, "test", more=" (a learning curve scores every point on the test split)")
-    check_converted_leaks(convert_pairs(pairs, cfg.conversion), file_rows(pairs), cfg.pairs, cfg.conversion)
-    check_points_trainable(pairs, cfg)
+    check_points_trainable(read, cfg)
 
 
 def check_points_trainable(pairs: pd.DataFrame, cfg: LearningCurveConfig) -> None:

@@ -347,6 +347,39 @@ def test_a_baseline_counts_a_test_pair_given_in_two_scripts_once_as_the_points_d
         )
 
 
+def test_a_validation_split_too_small_as_the_model_reads_it_is_refused_before_the_first_point(
+    tmp_path: Path,
+) -> None:
+    """Three validation rows, two of them one pair to the model (in Traditional characters and again in
+    Simplified ones): each point reads two validation pairs, which ``nlsim finetune`` refuses (at least 3
+    are needed), but the curve's check before any work counted three rows and let the curve score its
+    baselines and start. It checks the splits as the points read them, and refuses the file first."""
+    from nlsim.errors import InputError
+    from nlsim.training.learning_curve import check_curve_splits, load_curve_pairs
+
+    rows = [
+        ("股市今天大漲", "股市今日大漲三成", "1", "train"),
+        ("足球聯賽開幕", "足球聯賽閉幕", "0.25", "train"),
+        ("北京房價上漲", "上海房價下跌", "0.25", "train"),
+        ("公務員考試報名", "公務員考試成績", "0.5", "train"),
+        ("新手機發佈", "手機價格下調", "0", "train"),
+        ("籃球比賽結果", "足球聯賽開幕", "0", "validation"),
+        ("颱風來了", "颱風登陸臺灣", "1", "validation"),
+        ("台风登陆台湾", "台风来了", "1", "validation"),  # row 7's pair in Simplified characters
+        ("電影票房創新高", "公務員考試報名", "0", "test"),
+        ("颱風消息", "颱風來襲", "1", "test"),
+        ("股市今日大涨", "足球聯賽閉幕", "0.5", "test"),
+    ]
+    path = tmp_path / "pairs.tsv"
+    pd.DataFrame(rows, columns=["text_a", "text_b", "score", "split"]).to_csv(path, sep="\t", index=False)
+    cfg = dataclasses.replace(config(path, tmp_path / "curve", (1,)), conversion="tw2sp", sizes=(4,))
+    with pytest.raises(InputError, match=r"field 'split': the validation split has 2 pair\(s\); at least 3"):
+        check_curve_splits(load_curve_pairs(path, log=lambda _: None), cfg)
+    check_curve_splits(
+        load_curve_pairs(path, log=lambda _: None), dataclasses.replace(cfg, conversion="none")
+    )
+
+
 def test_the_zero_shot_baseline_is_scored_again_at_another_max_length(
     pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
