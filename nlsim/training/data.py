@@ -291,6 +291,21 @@ def once_converted(every: pd.DataFrame, rows: list[int], source: str, conversion
     return every[np.isin(np.asarray(rows) - 1, once.index.to_numpy())].reset_index(drop=True)
 
 
+def as_trained(
+    pairs: pd.DataFrame, source: str, conversion: str, rows: list[int] | None = None
+) -> pd.DataFrame:
+    """``pairs`` (read for training: :func:`read_for_training`) as a training run reads them before it
+    splits them (:func:`prepare_pairs`): converted once (:func:`convert_pairs`), refused where the model
+    reads one pair in two splits or with two scores (:func:`check_converted_leaks`), and a pair given twice
+    as the model reads it counted once (:func:`once_converted`). What a check before any training (the
+    chain's, a learning curve's) counts and draws the splits from, so that it refuses what training would.
+    ``rows``: each pair's row in the file (from 1; left out, :func:`file_rows`)."""
+    rows = file_rows(pairs) if rows is None else rows
+    every = convert_pairs(pairs, conversion)
+    check_converted_leaks(every, rows, source, conversion)
+    return once_converted(every, rows, source, conversion)
+
+
 def prepare_pairs(cfg: FinetuneConfig, pairs: pd.DataFrame | None = None) -> PreparedPairs:
     """Load (or take) the pairs, split them, draw the training subset and convert the script. Loaded from
     ``cfg.data.pairs``, each training pair an editor overruled takes the editor's newer score (the module
@@ -314,9 +329,7 @@ def prepare_pairs(cfg: FinetuneConfig, pairs: pd.DataFrame | None = None) -> Pre
         once = count_once(validate_pairs(pairs, "<pairs>"), "<pairs>")
         rows = [given[int(i)] for i in once.index]
         pairs = once.reset_index(drop=True)
-    every = convert_pairs(pairs, cfg.data.conversion)  # converted once, then split
-    check_converted_leaks(every, rows, str(cfg.data.pairs or "<pairs>"), cfg.data.conversion)
-    every = once_converted(every, rows, str(cfg.data.pairs or "<pairs>"), cfg.data.conversion)
+    every = as_trained(pairs, str(cfg.data.pairs or "<pairs>"), cfg.data.conversion, rows)
     train, val, test = split_pairs(every, cfg)
     check_trainable(train, val, cfg, str(cfg.data.pairs or "<pairs>"))
     if cfg.evaluation.eval_test:

@@ -44,11 +44,9 @@ from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
 from nlsim.training.config import LearningCurveConfig
 from nlsim.training.data import (
-    check_converted_leaks,
+    as_trained,
     check_trainable,
-    convert_pairs,
     file_rows,
-    once_converted,
     overruled_note,
     read_for_training,
     split_pairs,
@@ -528,10 +526,9 @@ def check_curve_splits(pairs: pd.DataFrame, cfg: LearningCurveConfig) -> None:
     """Refuse a pair file a curve cannot use, before the first point trains: each point trains on train,
     keeps its best epoch on validation and is scored on test (at least 3 test pairs, not all of one
     score); the largest size must fit in train, no pair may be another split's once converted to one
-    script (:func:`~nlsim.training.data.check_converted_leaks`), and every point must be able to train
-    (:func:`check_points_trainable`). The splits are counted as each point reads them, as ``nlsim
-    finetune`` does: a pair given twice as the model reads it (in two scripts) once
-    (:func:`~nlsim.training.data.once_converted`)."""
+    script, and every point must be able to train (:func:`check_points_trainable`). The splits are counted
+    as each point reads them, as ``nlsim finetune`` does (:func:`~nlsim.training.data.as_trained`): a pair
+    given twice as the model reads it (in two scripts) once."""
     for split in ("train", "validation", "test"):
         if not (pairs["split"] == split).any():
             raise InputError(
@@ -541,9 +538,7 @@ def check_curve_splits(pairs: pd.DataFrame, cfg: LearningCurveConfig) -> None:
                 f"no {split} pairs{split_counts(pairs)}: a learning curve trains on train, keeps the best "
                 "epoch on validation and scores every point on test",
             )
-    every, rows = convert_pairs(pairs, cfg.conversion), file_rows(pairs)
-    check_converted_leaks(every, rows, cfg.pairs, cfg.conversion)
-    read = once_converted(every, rows, cfg.pairs, cfg.conversion)  # as each point reads them
+    read = as_trained(pairs, cfg.pairs, cfg.conversion)  # as each point reads them
     n_train = int((read["split"] == "train").sum())
     if max(cfg.sizes) > n_train:
         raise ConfigError(f"--sizes {max(cfg.sizes)}: more than the {n_train} train pairs of {cfg.pairs}")
