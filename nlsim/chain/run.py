@@ -113,7 +113,7 @@ from nlsim.rerank.reranker import has_reranker, load_reranker
 from nlsim.search.index import check_device
 from nlsim.training import side_by_side
 from nlsim.training.clock import timed_steps
-from nlsim.training.data import check_trainable, overruled_note, read_for_training, split_pairs
+from nlsim.training.data import as_trained, check_trainable, overruled_note, read_for_training, split_pairs
 from nlsim.training.finetune import TRAINING_STAGES, finetune
 from nlsim.training.validation import TOPIC_LEVEL, ScoredValidation
 
@@ -840,12 +840,14 @@ def load_inputs(cfg: PipelineConfig) -> pd.DataFrame:
 
 def check_splits(cfg: PipelineConfig, pairs: pd.DataFrame) -> None:
     """Refuse (:class:`~nlsim.errors.InputError`, naming the pair file and the field) the annotated
-    ``pairs`` fine-tuning would refuse (:func:`~nlsim.training.data.check_trainable`: a split with no
-    pairs or too few, one score throughout, no validation pair on one side of the level), which the
-    baseline, scored and calibrated on the validation pairs first, would otherwise stop on in words that
-    name neither."""
+    ``pairs`` fine-tuning would refuse, read as it reads them (:func:`~nlsim.training.data.as_trained`: one
+    pair to the model in two splits or with two scores, converted with ``--convert``) and split
+    (:func:`~nlsim.training.data.check_trainable`: a split with no pairs or too few, one score throughout,
+    no validation pair on one side of the level), which the baseline, scored and calibrated on the
+    validation pairs first, would otherwise stop on in words that name neither, or score first."""
     training = cfg.finetune_config(None)
-    train, validation, _ = split_pairs(pairs, training)
+    read = as_trained(pairs, str(cfg.pairs), training.data.conversion)
+    train, validation, _ = split_pairs(read, training)
     check_trainable(train, validation, training, str(cfg.pairs))
 
 

@@ -1294,6 +1294,44 @@ def test_pairs_fine_tuning_cannot_train_on_are_refused_before_the_baseline(
         run_pipeline(config(tmp_path, pairs, corpus, report=False))
 
 
+@pytest.mark.parametrize(
+    ("again", "said"),
+    [
+        (
+            ("台风来了", "台风登陆台湾", "1", "test"),
+            r"row 50, field 'text_a': the same pair as row 49 is in split",
+        ),
+        (
+            ("台风来了", "台风登陆台湾", "0", "train"),
+            r"row 50, field 'score': the same pair as row 49 has score 0",
+        ),
+    ],
+    ids=["in-test", "two-scores"],
+)
+def test_a_pair_that_training_refuses_as_the_model_reads_it_is_refused_before_the_baseline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, again: tuple[str, ...], said: str
+) -> None:
+    """A training pair given again in Simplified characters, in test or with another score: fine-tuning,
+    reading the texts converted to one script (``--convert tw2sp``), refuses the file, but the chain's check
+    of its inputs compared them as written: it scored and calibrated the zero-shot baseline, minutes of
+    work, before its training refused the pairs. The chain refuses them before the baseline, as training
+    does."""
+    pairs, corpus = make_data(tmp_path, train=24, validation=16, test=8)
+    table = pd.read_csv(pairs, sep="\t", dtype=str, keep_default_na=False)
+    rows = [("q1", "train", "", "", "颱風來了", "颱風登陸臺灣", "1"), ("q2", again[3], "", "", *again[:3])]
+    added = pd.DataFrame(rows, columns=["pair_id", "split", "id_a", "id_b", "text_a", "text_b", "score"])
+    pd.concat([table, added]).to_csv(pairs, sep="\t", index=False)
+
+    def started(*args: object, **kwargs: object) -> None:
+        raise _Started
+
+    monkeypatch.setattr(chain_run, "baseline_stage", started)
+    with pytest.raises(InputError, match=rf"{re.escape(str(pairs))}: {said}"):
+        run_pipeline(config(tmp_path, pairs, corpus, report=False, convert="tw2sp"))
+    with pytest.raises(_Started):  # two pairs to a model that reads the texts as written
+        run_pipeline(config(tmp_path, pairs, corpus, report=False, convert="none"))
+
+
 @pytest.mark.slow
 def test_a_baseline_stopped_while_it_writes_leaves_no_cache_of_another_calibration(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
