@@ -309,15 +309,15 @@ def _as_read(frame: pd.DataFrame, i: int, conversion: str) -> str:
     """The clause that says row ``i`` (0-based) of ``frame`` as the model reads its texts (converted with
     ``conversion``), for a refusal of its pair."""
     a, b = frame["text_a"].iloc[i], frame["text_b"].iloc[i]
-    return f"{as_the_model_reads(conversion)}: {a!r} / {b!r}"
+    return f"{_as_the_model_reads(conversion)}: {a!r} / {b!r}"
 
 
-def as_the_model_reads(conversion: str) -> str:
+def _as_the_model_reads(conversion: str) -> str:
     """The words that say texts were compared as the model reads them, converted with ``conversion``.
 
-    >>> as_the_model_reads("tw2sp")
+    >>> _as_the_model_reads("tw2sp")
     ' as the model reads them, converted to one script (--convert tw2sp)'
-    >>> as_the_model_reads("none")
+    >>> _as_the_model_reads("none")
     ' as the model reads them (--convert none)'
     """
     if conversion == "none":
@@ -388,8 +388,9 @@ def load_pairs(
     ``repeats="once"``, ``conversion`` (``tw2sp``, or ``none``): a row repeating an earlier row's pair as the
     model reads them (``&#8226;`` as ``•``, converted to one script) is left out too, and said so (the
     first row kept: :func:`count_once`). Given a ``conversion``, the file is checked as the model reads its
-    texts too, as training checks it (:func:`check_split_leaks` on :func:`as_read`'s texts): one pair to the
-    model in two splits, or twice in a split with two scores, is refused naming the row and the field.
+    texts too, as training checks it (:func:`check_split_leaks` on :func:`as_model_reads`'s texts): one
+    pair to the model in two splits, or twice in a split with two scores, is refused naming the row and the
+    field.
 
     ``shown_as``: the name the file's refusals and warnings give it (a merge reads back the temporary copy
     it wrote of the pair file by the pair file's name); left out, ``path``."""
@@ -401,7 +402,7 @@ def load_pairs(
     frame = validate_pairs(table, name, repeated_scores="refuse", misread="refuse")
     check_pinned(path)
     warn_damaged(frame, name)
-    read = None if conversion is None else as_read(frame, conversion)
+    read = None if conversion is None else as_model_reads(frame, conversion)
     if read is not None:  # one pair to the model in two splits, or with two scores: as training refuses it
         check_split_leaks(read, name, converted=conversion)
     if split is not None:
@@ -527,7 +528,7 @@ def count_once(
     or with ``&#8226;`` for ``•`` (with ``none`` too), is one pair to the model. Left out (``None``), as
     written. The first row is kept;
     the warning says the conversion, and the score of a row left out that differs from the kept one's.
-    ``read``: ``frame``'s texts as the model reads them with ``conversion`` (:func:`as_read`; its
+    ``read``: ``frame``'s texts as the model reads them with ``conversion`` (:func:`as_model_reads`; its
     ``text_a`` and ``text_b``, row for row), where the caller holds them already: compared so, not
     converted again; the rows returned are ``frame``'s.
 
@@ -564,7 +565,7 @@ def _repeats(
     (from 1); ``read``: as :func:`count_once` takes it."""
     keyed = frame
     if conversion is not None:
-        keyed = as_read(frame, conversion) if read is None else read
+        keyed = as_model_reads(frame, conversion) if read is None else read
     seen: dict[tuple[tuple[str, ...], str], int] = {}
     keep: list[bool] = []
     repeated: list[tuple[int, int]] = []  # (row, the row it repeats), 1-based
@@ -578,11 +579,12 @@ def _repeats(
     return keep, repeated
 
 
-def as_read(frame: pd.DataFrame, conversion: str) -> pd.DataFrame:
+def as_model_reads(frame: pd.DataFrame, conversion: str) -> pd.DataFrame:
     """A copy of ``frame`` whose ``text_a`` and ``text_b`` are as the model reads them, converted with
     ``conversion`` (:func:`nlsim.io.cells.model_texts`).
 
-    >>> as_read(pd.DataFrame({"text_a": ["颱風&#8226;"], "text_b": ["<b>登陸</b>"]}), "tw2sp").values.tolist()
+    >>> frame = pd.DataFrame({"text_a": ["颱風&#8226;"], "text_b": ["<b>登陸</b>"]})
+    >>> as_model_reads(frame, "tw2sp").values.tolist()
     [['台风•', '登陆']]
     """
     out = frame.assign(text_a=model_texts(frame["text_a"].astype(str), conversion))
@@ -607,7 +609,7 @@ def _warn_repeated(
     )
     why = "(same split, same score) and are counted once"
     if conversion is not None:
-        why = f"in the same split{as_the_model_reads(conversion)}, and are counted once, the first row kept"
+        why = f"in the same split{_as_the_model_reads(conversion)}, and are counted once, the first row kept"
     more = f" and {len(repeated) - shown} more" if len(repeated) > shown else ""
     warn(f"{source}: {len(repeated)} row(s) repeat the pair of an earlier row {why}: {listed}{more}")
 
