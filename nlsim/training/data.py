@@ -291,6 +291,21 @@ def once_converted(every: pd.DataFrame, rows: list[int], source: str, conversion
     return every[np.isin(np.asarray(rows) - 1, once.index.to_numpy())].reset_index(drop=True)
 
 
+def once_as_read(pairs: pd.DataFrame, source: str, conversion: str) -> pd.DataFrame:
+    """``pairs`` (read for training: :func:`read_for_training`) without the rows that repeat an earlier row's
+    pair in the same split as the model reads them, converted with ``conversion``
+    (:func:`~nlsim.io.pairs.count_once`), the texts as written and each pair's row in the file kept
+    (:data:`ROWS`): the pairs a training run trains, chooses its checkpoint and is scored on
+    (:func:`as_trained`), for what scores the same splits beside it (a learning curve's baselines), so that
+    all the figures are of one set of pairs, as ``nlsim evaluate`` counts them."""
+    placed = pairs.set_axis(pd.Index(file_rows(pairs)) - 1)  # the file's rows, for count_once to name
+    once = count_once(placed, source, conversion=conversion)
+    rows = [int(i) + 1 for i in once.index]
+    once = once.reset_index(drop=True)
+    once.attrs[ROWS] = rows
+    return once
+
+
 def as_trained(
     pairs: pd.DataFrame, source: str, conversion: str, rows: list[int] | None = None
 ) -> pd.DataFrame:

@@ -38,7 +38,7 @@ from nlsim.evaluation.metrics import check_scorable, defined, evaluate
 from nlsim.io.atomic import atomic_path, atomic_write_text
 from nlsim.io.lock import GUARD_NAME, RunLock
 from nlsim.io.ownership import check_claimable, check_outside_stores, claimed
-from nlsim.io.pairs import annotations_digest, count_once, split_counts
+from nlsim.io.pairs import annotations_digest, split_counts
 from nlsim.io.records import json_kind
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
@@ -46,7 +46,7 @@ from nlsim.training.config import LearningCurveConfig
 from nlsim.training.data import (
     as_trained,
     check_trainable,
-    file_rows,
+    once_as_read,
     overruled_note,
     read_for_training,
     split_pairs,
@@ -374,10 +374,10 @@ def points_test_pairs(pairs: pd.DataFrame, cfg: LearningCurveConfig) -> pd.DataF
     """The test pairs of ``pairs`` (read for training: :func:`load_curve_pairs`) as each point is scored on
     them, as ``nlsim finetune`` and ``nlsim evaluate`` read them: a pair given twice as the model reads it
     (in Traditional characters and again in Simplified ones, ``--convert``) counted once
-    (:func:`~nlsim.io.pairs.count_once`), so that the baselines and the points are figures of one test set."""
-    placed = pairs.set_axis(pd.Index(file_rows(pairs)) - 1)  # the file's rows, for count_once to name
-    test = placed[placed["split"] == "test"]
-    return count_once(test, cfg.pairs, conversion=cfg.conversion).reset_index(drop=True)
+    (:func:`~nlsim.training.data.once_as_read`), so that the baselines and the points are figures of one
+    test set."""
+    read = once_as_read(pairs, cfg.pairs, cfg.conversion)
+    return read[read["split"] == "test"].reset_index(drop=True)
 
 
 def _baseline_key(cfg: LearningCurveConfig, name: str) -> str:
