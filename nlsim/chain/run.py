@@ -113,7 +113,14 @@ from nlsim.rerank.reranker import has_reranker, load_reranker
 from nlsim.search.index import check_device
 from nlsim.training import side_by_side
 from nlsim.training.clock import timed_steps
-from nlsim.training.data import as_trained, check_trainable, overruled_note, read_for_training, split_pairs
+from nlsim.training.data import (
+    as_trained,
+    check_trainable,
+    once_as_read,
+    overruled_note,
+    read_for_training,
+    split_pairs,
+)
 from nlsim.training.finetune import TRAINING_STAGES, finetune
 from nlsim.training.validation import TOPIC_LEVEL, ScoredValidation
 
@@ -838,6 +845,16 @@ def load_inputs(cfg: PipelineConfig) -> pd.DataFrame:
     return read.pairs
 
 
+def scored_pairs(cfg: PipelineConfig, pairs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The pairs the chain's figures are made of (the zero-shot baseline's, the candidate's and the current
+    model's, the quality check's), and their validation pairs: ``pairs`` (read for training,
+    :func:`load_inputs`) with a pair given twice in a split as the model reads it (``--convert``) counted
+    once (:func:`~nlsim.training.data.once_as_read`), as fine-tuning chooses its checkpoint on them and
+    ``nlsim evaluate`` scores them."""
+    scored = once_as_read(pairs, str(cfg.pairs), cfg.convert)
+    return scored, scored[scored["split"] == "validation"].reset_index(drop=True)
+
+
 def check_splits(cfg: PipelineConfig, pairs: pd.DataFrame) -> None:
     """Refuse (:class:`~nlsim.errors.InputError`, naming the pair file and the field) the annotated
     ``pairs`` fine-tuning would refuse, read as it reads them (:func:`~nlsim.training.data.as_trained`: one
@@ -931,12 +948,12 @@ def _chain_kept(cfg: PipelineConfig, store: ModelStore, call: Call, kept: ExitSt
     call = timed_call(call, timings, groups)
 
     pairs = call("chain-load", load_inputs, cfg)
-    validation = pairs[pairs["split"] == "validation"].reset_index(drop=True)
+    scored, validation = scored_pairs(cfg, pairs)  # a pair given twice as the model reads it: once
     base = call("base-model", load_encoder, cfg.base_model)
     layers = reusable_lower_layers(cfg, base)
     if layers and first_report_due(cfg, store):  # a cold chain
         kept.enter_context(lower_states.kept(base.model, layers))
-    baseline = call("baseline", baseline_stage, cfg, store, base, pairs)
+    baseline = call("baseline", baseline_stage, cfg, store, base, scored)
     first: dict[str, Any] = {}
 
     def before_training() -> float | None:  # the first report's seconds: the estimate's measure of embedding
@@ -1201,7 +1218,7 @@ def candidate_version(
     )
     info = {"fingerprint": fingerprint, "parts": parts, "created": started, "seconds": result.seconds}
     store.register(version, {**info, "best": result.best})
-    validation = pairs[pairs["split"] == "validation"]
+    _, validation = scored_pairs(cfg, pairs)
     if result.validation_scores is not None:
         seed_figures(cfg, store, version, validation, result.validation_scores)
     if settings_now.evaluation.precision_check:  # its training checked its lossy paths here, moments ago

@@ -1332,6 +1332,42 @@ def test_a_pair_that_training_refuses_as_the_model_reads_it_is_refused_before_th
         run_pipeline(config(tmp_path, pairs, corpus, report=False, convert="none"))
 
 
+def test_the_baseline_counts_a_validation_pair_given_in_two_scripts_once_as_training_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A validation pair given in Traditional characters and again in Simplified ones with one score is one
+    pair to the model (``--convert tw2sp``): fine-tuning chooses its checkpoint on it once and ``nlsim
+    evaluate`` counts it once, but the chain scored and calibrated the zero-shot baseline on both rows. The
+    chain's figures count it once too."""
+    pairs, corpus = make_data(tmp_path, train=24, validation=16, test=8)
+    table = pd.read_csv(pairs, sep="\t", dtype=str, keep_default_na=False)
+    rows = [
+        ("q1", "validation", "", "", "颱風來了", "颱風登陸臺灣", "1"),
+        (
+            "q2",
+            "validation",
+            "",
+            "",
+            "台风登陆台湾",
+            "台风来了",
+            "1",
+        ),  # row 49's pair in Simplified characters
+    ]
+    added = pd.DataFrame(rows, columns=["pair_id", "split", "id_a", "id_b", "text_a", "text_b", "score"])
+    pd.concat([table, added]).to_csv(pairs, sep="\t", index=False)
+    scored: list[int] = []
+
+    def started(cfg: object, store: object, base: object, read: pd.DataFrame) -> None:
+        scored.append(int((read["split"] == "validation").sum()))
+        raise _Started
+
+    monkeypatch.setattr(chain_run, "baseline_stage", started)
+    for convert, validation in (("tw2sp", 17), ("none", 18)):
+        with pytest.raises(_Started):
+            run_pipeline(config(tmp_path, pairs, corpus, report=False, convert=convert))
+        assert scored[-1] == validation, convert
+
+
 @pytest.mark.slow
 def test_a_baseline_stopped_while_it_writes_leaves_no_cache_of_another_calibration(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
