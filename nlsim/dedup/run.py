@@ -616,17 +616,19 @@ def _last_run_again(
     It is when every item of the day (but those too old for the window, as many as the last run found) was
     read by the state's last run (first seen or read again by it; or, that run having read no item itself,
     as when it paired the window again under another threshold, as many items as it read) and is in the
-    window with the same text, the day is not older than the runs before it, the model, the settings
-    kept in the state and what its record shows of the run's settings (:func:`_shown`) are the same, no
-    item expires, the run's clusters change in nothing (its report would list the clusters of the stored
-    report, under the same statuses, members and representatives, and so would its window; its topic
-    groups are the stored ones), the run searched the index the state keeps, and the editors' verdicts and
-    scored pairs are those the state keeps. Any other run of the day is a new run, whose report lists the
-    day's clusters again (:attr:`~nlsim.dedup.window.Window.carried`)."""
+    window with the same text, neither this day nor the last run's is older than the runs before it, the
+    model, the settings kept in the state and what its record shows of the run's settings (:func:`_shown`)
+    are the same, no item expires, the run's clusters change in nothing (its report would list the clusters
+    of the stored report, under the same statuses, members and representatives, and so would its window;
+    its topic groups are the stored ones), the run searched the index the state keeps, and the editors'
+    verdicts and scored pairs are those the state keeps. Any other run of the day is a new run, whose report
+    lists the day's clusters again (:attr:`~nlsim.dedup.window.Window.carried`)."""
     state = window.state
     if state is None or not state.last_run or window.older_day or window.switch is not None:
         return None
     last, counts = RunRecord.from_dict(state.last_run), window.counts
+    if last.older_day:
+        return None  # a day older than the runs before it: this day, not older, is another
     if (
         window.held
         or counts.expired

@@ -916,8 +916,8 @@ def incremental_window(
         )
     ref = _as_of(daily, state, times, timezone, day)
     params = {**params, "as_of": ref.isoformat(), "retention_days": daily.retention_days or None}
-    if not len(today) and day is not None:  # a day without items is told from another by its date alone
-        params["day"] = day.isoformat()
+    if day is not None and times.isna().all():  # a day without items, or without dates, is told from
+        params["day"] = day.isoformat()  # another by its date alone (the same items, the clock past both)
     key = input_key(identity, today, params)
     last = RunRecord.from_dict(state.last_run) if state.last_run else None
     run_id = _run_id(last, key, ref)

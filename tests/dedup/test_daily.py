@@ -1548,6 +1548,32 @@ def test_an_undated_day_run_again_after_a_later_one_does_not_replace_latest(tmp_
 
 
 @pytest.mark.slow
+def test_an_undated_day_run_again_after_a_later_day_with_the_same_items_is_not_that_days_run(
+    tmp_path: Path,
+) -> None:
+    """Two days whose items have no date and are the same items (nothing new on the 19th) had one input
+    key once the state's clock was past both: the 18th run again after the 19th was taken for the 19th's
+    run, replayed under its id, while it said it was an older day. Such a day is told from another by its
+    date, as a day without news is: it is the 18th, an older day, under its own id; the 19th run again after
+    it is the 19th, not that older day's run again, and takes latest."""
+    corpus = story_corpus().assign(published_at=None)
+    (tmp_path / "in").mkdir()
+    for day in ("2026-11-18", "2026-11-19"):
+        corpus.iloc[:6].to_parquet(tmp_path / "in" / f"{day}.parquet", index=False)
+    state, out = tmp_path / "state", tmp_path / "out"
+    config = _config(tmp_path / "in" / "{date}.parquet", out, timezone="Asia/Taipei")
+    enc = HashEncoder()
+    run_daily(config.with_(date="2026-11-18"), state, encoder=enc)
+    newer = run_daily(config.with_(date="2026-11-19"), state, encoder=enc)
+    again = run_daily(config.with_(date="2026-11-18"), state, encoder=enc)
+    assert not again.replayed and again.stats.older_day and again.run_id != newer.run_id
+    assert not any("was already committed" in m for m in again.stats.messages), again.stats.messages
+    assert (out / "latest").resolve() == newer.report_dir.resolve()
+    today = run_daily(config.with_(date="2026-11-19"), state, encoder=enc)
+    assert not today.stats.older_day and (out / "latest").resolve() == today.report_dir.resolve()
+
+
+@pytest.mark.slow
 def test_a_daily_run_in_another_time_zone_than_the_states_last_run_says_so(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
