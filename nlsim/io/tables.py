@@ -74,6 +74,7 @@ import re
 import sys
 import zipfile
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -212,7 +213,7 @@ def estimated_rows(path: str | Path) -> int:
         with open_table(path) as f:
             if fmt == "jsonl" and f.read(64).lstrip(_JSON_BYTES_SPACE).startswith(b"["):
                 f.seek(0)
-                return _json_array_length(f.read())
+                return _json_array_length(iter(lambda: f.read(_PIECE), b""))
             f.seek(0)
             while chunk := f.read(1 << 20):
                 lines += chunk.count(b"\n")
@@ -225,25 +226,40 @@ def estimated_rows(path: str | Path) -> int:
 
 
 _JSON_BYTES_SPACE = b"\xef\xbb\xbf \t\n\r"  # a byte-order mark too: the reader drops it
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\Z)', re.DOTALL)
+"""A JSON string, or one cut short by the end of the bytes read: each string's quote starts a match (none
+fails, to be tried again from a quote inside the string)."""
 _JSON_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{},"')
+_PIECE = 1 << 16
+"""How many bytes of a table :func:`estimated_rows` reads at a time."""
 
 
-def _json_array_length(data: bytes) -> int:
-    """How many elements the JSON array ``data`` (a file's bytes) holds, its strings skipped, not parsed: the
-    commas between its top-level elements counted (a few C passes; a damaged file gives a rough figure).
+def _json_array_length(pieces: Iterable[bytes]) -> int:
+    """How many elements the JSON array whose bytes ``pieces`` holds (a file read a piece at a time), its
+    strings skipped, not parsed: the commas between its top-level elements counted (a few C passes a piece;
+    a damaged file gives a rough figure). A string cut by a piece's end is carried into the next as its
+    opening quote and, when the piece ends in an escaping backslash, that backslash.
 
-    >>> _json_array_length(b'[{"t": "a, [b]"}, {"t": "c\\\\", "n": [1, 2]}]'), _json_array_length(b"[ ]")
+    >>> _json_array_length([b'[{"t": "a, [b]"}, {"t": "c\\\\", "n": [1, 2]}]']), _json_array_length([b"[ ]"])
     (2, 0)
+    >>> _json_array_length([b'[{"t": "a, \\\\', b'"]"}, ', b'{"t": "b"}]'])
+    2
     """
-    structure = _JSON_STRING.sub(b'""', data).translate(None, _JSON_NOT_STRUCTURE)
-    if structure.startswith(b"[]"):
-        return 0
-    marks = np.frombuffer(structure, dtype=np.uint8)
-    depth = np.cumsum(
-        np.isin(marks, (ord("["), ord("{"))).astype(np.int64) - np.isin(marks, (ord("]"), ord("}")))
-    )
-    return int(np.count_nonzero((marks == ord(",")) & (depth == 1))) + 1
+    commas, depth, head, carry = 0, 0, b"", b""
+    for piece in pieces:
+        read = carry + piece
+        written = _JSON_STRING.sub(b'""', read + b"\0")  # a string cut short takes the \0 in
+        carry = b""
+        if not written.endswith(b"\0"):  # its quote carried on, with a backslash it ends in (escaping)
+            carry = b'"\\' if (len(read) - len(read.rstrip(b"\\"))) % 2 else b'"'
+        structure = written.translate(None, _JSON_NOT_STRUCTURE)
+        head = head if len(head) >= 2 else (head + structure)[:2]
+        marks = np.frombuffer(structure, dtype=np.uint8)
+        steps = np.isin(marks, (ord("["), ord("{"))).astype(np.int64) - np.isin(marks, (ord("]"), ord("}")))
+        levels = depth + np.cumsum(steps)
+        commas += int(np.count_nonzero((marks == ord(",")) & (levels == 1)))
+        depth = int(levels[-1]) if len(levels) else depth
+    return 0 if head.startswith(b"[]") else commas + 1
 
 
 def _missing_reason(path: Path) -> str:
