@@ -667,20 +667,26 @@ def later_versions(kept: pd.DataFrame, latest: Any, timezone: str = "UTC") -> fr
 
 
 def check_not_all_too_old(
-    corpus: Corpus, classified: Classified, cutoff: pd.Timestamp | None, ref: pd.Timestamp
+    corpus: Corpus,
+    classified: Classified,
+    cutoff: pd.Timestamp | None,
+    ref: pd.Timestamp,
+    undated_day: dt.date | None = None,
 ) -> None:
     """Refuse a day every one of whose items is older than the window: nothing would be added, and the
     run would publish an empty day over the last one. It is a wrong clock (``--as-of``, the state's
-    reference time) or a wrong file, never a day's news."""
+    reference time) or a wrong file, never a day's news. ``undated_day``: the ``--date`` that dates a day
+    older than the runs before it whose items have no date, named as their day."""
     status = classified.status
     if cutoff is None or not len(status) or not (status == "too_old").all():
         return
+    dated_by = f" (no item has a date: their day is --date {undated_day})" if undated_day else ""
     raise InputError(
         corpus.path,
         None,
         "published_at",
         f"{'its' if len(status) == 1 else 'every one of its'} {counted(len(status), 'item', 'items')} is "
-        f"older than the window, which starts at {cutoff} (the "
+        f"older than the window{dated_by}, which starts at {cutoff} (the "
         f"reference time {ref} less the retention); nothing would be added. Check the file's dates, "
         "--retention-days, and the state's reference time (the latest --as-of or published_at it has seen; "
         "--rebuild-state starts a fresh one)",
@@ -891,6 +897,24 @@ def _days(
     return older, newest, day_of(times, day, timezone), seen, clock
 
 
+def retained_from(
+    times: pd.Series, ref: pd.Timestamp, older_date: dt.date | None = None, timezone: str = "UTC"
+) -> pd.Series:
+    """The times the day's items are kept from (``retain_from``): a dated item's time; an undated one's the
+    day it was first seen, the run's clock ``ref``, or the start of the ``--date`` of a day older than the
+    runs before it (``older_date``), as that day's dated items would be kept from their times.
+
+    >>> times = pd.Series(pd.to_datetime(["2026-11-17T09:00Z", None], utc=True))
+    >>> ref = pd.Timestamp("2026-11-19T00:00Z")
+    >>> [str(t) for t in retained_from(times, ref, dt.date(2026, 11, 17), "Asia/Taipei")]
+    ['2026-11-17 09:00:00+00:00', '2026-11-16 16:00:00+00:00']
+    >>> str(retained_from(times, ref)[1])
+    '2026-11-19 00:00:00+00:00'
+    """
+    first_seen = ref if older_date is None else day_begins(older_date, timezone)
+    return pd.to_datetime(times.where(times.notna(), first_seen), utc=True).astype("datetime64[ns, UTC]")
+
+
 def incremental_window(
     daily: StateSettings,
     corpus: Corpus,
@@ -923,12 +947,11 @@ def incremental_window(
     run_id = _run_id(last, key, ref)
     kept = state.items.reset_index(drop=True)
     cutoff = ref - pd.Timedelta(days=float(daily.retention_days)) if daily.retention_days else None
-    retain_from = times.where(times.notna(), ref)
-    today["retain_from"] = pd.to_datetime(retain_from, utc=True).astype("datetime64[ns, UTC]")
     older, newest, latest, seen, clock = _days(state, last, times, day, timezone, daily.as_of is not None)
+    today["retain_from"] = retained_from(times, ref, day if older else None, timezone)
     keep = later_versions(kept, latest, timezone) if older and len(times) else frozenset()
     classified = classify(today, kept, cutoff, keep)
-    check_not_all_too_old(corpus, classified, cutoff, ref)
+    check_not_all_too_old(corpus, classified, cutoff, ref, day if older and times.isna().all() else None)
     items, keep_mask, n_base = _window_items(kept, today, classified, run_id)
     previous, anchors = restore(state, classified.expired)
     previous_topics, topic_anchors = restore(state, classified.expired, "topic_id")

@@ -1574,6 +1574,33 @@ def test_an_undated_day_run_again_after_a_later_day_with_the_same_items_is_not_t
 
 
 @pytest.mark.slow
+def test_an_undated_day_run_after_a_later_one_keeps_its_items_from_its_own_date(tmp_path: Path) -> None:
+    """The items of a day without dates run after a later day (the 17th, backfilled after the 19th) were
+    kept from the state's clock, the 19th, so they outlived the retention a run in order gives them: still
+    in the window on the 20th, where run on the 17th they expire, and the 17th run again then added them
+    back as new. They are kept from the start of their ``--date``, as that day's dated items would be kept
+    from their times, and expire with them; the day run again once they expired is refused as too old."""
+    corpus = story_corpus().assign(published_at=None)
+    (tmp_path / "in").mkdir()
+    for day, rows in (("2026-11-17", slice(4, 6)), ("2026-11-19", slice(0, 4)), ("2026-11-20", slice(6, 8))):
+        corpus.iloc[rows].to_parquet(tmp_path / "in" / f"{day}.parquet", index=False)
+    config = _config(tmp_path / "in" / "{date}.parquet", tmp_path / "out", timezone="Asia/Taipei")
+    enc, windows = HashEncoder(), []
+    for order in (("2026-11-17", "2026-11-19", "2026-11-20"), ("2026-11-19", "2026-11-17", "2026-11-20")):
+        state = tmp_path / ("state-" + "-".join(d[-2:] for d in order))
+        for day in order:
+            run = run_daily(config.with_(date=day), state, encoder=enc, retention_days=2.5)
+            assert run.stats.older_day == (order[0] == "2026-11-19" and day == "2026-11-17")
+        items = open_state(state).items.set_index("id")
+        windows.append(sorted(items.index))
+    assert windows[1] == windows[0] == ["a1", "a2", "a3", "b1", "b2", "c2"]  # c1 and d1, of the 17th, expired
+    with pytest.raises(
+        InputError, match=r"older than the window \(no item has a date: their day is --date 2026-11-17"
+    ):
+        run_daily(config.with_(date="2026-11-17"), state, encoder=enc, retention_days=2.5)  # not back as new
+
+
+@pytest.mark.slow
 def test_a_daily_run_in_another_time_zone_than_the_states_last_run_says_so(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
