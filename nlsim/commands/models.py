@@ -27,12 +27,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nlsim.commands.options import Formatter
+from nlsim.commands.options import Formatter, refuse_option
 from nlsim.errors import ConfigError, OutputError, StateError
 from nlsim.io.lock import GUARD_NAME
 from nlsim.io.model_store import CURRENT, HISTORY, STORE_JSON, VERSIONS, ModelStore
 from nlsim.io.ownership import MARKER, is_owned, read_marker
 from nlsim.progress import say
+
+MODEL_IS_NOT_AN_OPTION = (
+    "--model is not an option of nlsim models: give the model store with --model-store FOLDER (default: "
+    "models), and promote the version by its name or number (nlsim models promote VERSION)"
+)
+"""Why ``--model`` (``nlsim dedup``'s) is refused, where argparse would read it as the start of
+``--model-store`` (``nlsim models list --model current`` looked for a store named ``current``)."""
 
 
 def register(subparsers: Any) -> None:
@@ -78,6 +85,7 @@ def register(subparsers: Any) -> None:
     )
     for s, func in ((ls, run_list), (pr, run_promote), (rb, run_rollback)):
         s.add_argument("--model-store", default="models", help="the model store folder (default: models)")
+        refuse_option(s, "--model", MODEL_IS_NOT_AN_OPTION)
         if s is not ls:
             s.add_argument("--reason", required=True, help="why, recorded in history.jsonl with who did it")
         s.set_defaults(func=func)

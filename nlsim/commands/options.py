@@ -211,6 +211,32 @@ def add_option(parser: Any, opt: Option) -> None:
     parser.add_argument(*opt.flags, **kwargs)
 
 
+class _Refused(argparse.Action):
+    """An option refused by name (:func:`refuse_option`), before any work (exit status 2)."""
+
+    def __init__(self, *args: Any, why: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.why = why
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        parser.error(self.why)
+
+
+def refuse_option(parser: argparse.ArgumentParser, flag: str, why: str) -> None:
+    """Refuse ``flag`` by name, saying ``why``, before any work (exit status 2), with a value or without: an
+    option of another command that argparse would otherwise read as the start of a longer one of
+    ``parser``'s (``--model``, ``nlsim dedup``'s, as ``--model-store``). Hidden from the help.
+
+    Example:
+        >>> p = argparse.ArgumentParser(prog="x", exit_on_error=False)
+        >>> _ = p.add_argument("--model-store")
+        >>> refuse_option(p, "--model", "--model is not an option of x")
+        >>> p.parse_args(["--model-st", "m"]).model_store
+        'm'
+    """
+    parser.add_argument(flag, action=_Refused, nargs="?", why=why, help=argparse.SUPPRESS)
+
+
 GIVEN = "given_options"
 """The attribute of parsed arguments that names the settings given on the command line with a ``needs``."""
 

@@ -13,7 +13,7 @@ import textwrap
 from typing import Any
 
 from nlsim.chain.config import PipelineConfig
-from nlsim.commands.options import Formatter, add_config_options, config_from_args
+from nlsim.commands.options import Formatter, add_config_options, config_from_args, refuse_option
 
 
 def register(subparsers: Any) -> None:
@@ -43,18 +43,11 @@ MODEL_IS_NOT_AN_OPTION = (
 ``--model-store`` (``nlsim pipeline --model current`` ran the chain on a new store named ``current``)."""
 
 
-class _NotAnOption(argparse.Action):
-    """An option refused by name, with :data:`MODEL_IS_NOT_AN_OPTION`, before any work (exit status 2)."""
-
-    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
-        parser.error(MODEL_IS_NOT_AN_OPTION)
-
-
 def add_pipeline_options(parser: argparse.ArgumentParser) -> None:
     """The chain's options (:class:`~nlsim.chain.config.PipelineConfig`'s) for ``nlsim pipeline`` and
     ``python -m flows.pipeline``, and ``--model`` refused by name (:data:`MODEL_IS_NOT_AN_OPTION`)."""
     add_config_options(parser, PipelineConfig)
-    parser.add_argument("--model", action=_NotAnOption, help=argparse.SUPPRESS)
+    refuse_option(parser, "--model", MODEL_IS_NOT_AN_OPTION)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -745,3 +745,22 @@ def test_the_chain_refuses_model_by_name_not_as_the_start_of_model_store(
         pipeline.main(["--model", "current"])
     assert stop.value.code == 2
     assert "--model is not an option of the chain" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("action", [["list"], ["promote", "v0001"], ["rollback"]])
+def test_nlsim_models_refuses_model_by_name_not_as_the_start_of_model_store(
+    action: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``nlsim models list --model current`` (``--model`` as ``nlsim dedup`` takes it) was read as
+    ``--model-store current``, the only option it begins, and said "model store 'current' does not exist".
+    Each action refuses it by name, saying that the store is ``--model-store``, before any work;
+    ``--model-store`` and its start still read as before."""
+    from nlsim.cli import build_parser
+
+    reason = ["--reason", "r"] if action[0] != "list" else []
+    with pytest.raises(SystemExit) as stop:
+        build_parser().parse_args(["models", *action, *reason, "--model", "current"])
+    assert stop.value.code == 2
+    said = capsys.readouterr().err
+    assert "--model is not an option of nlsim models" in said and "--model-store FOLDER" in said
+    assert build_parser().parse_args(["models", *action, *reason, "--model-s", "m"]).model_store == "m"
