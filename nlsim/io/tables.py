@@ -211,7 +211,7 @@ def estimated_rows(path: str | Path) -> int:
             return int(pq.ParquetFile(path).metadata.num_rows)
         lines, last = 0, b""
         with open_table(path) as f:
-            if fmt == "jsonl" and f.read(64).lstrip(_JSON_BYTES_SPACE).startswith(b"["):
+            if fmt == "jsonl" and _opens_with(f, b"["):
                 f.seek(0)
                 return _json_array_length(iter(lambda: f.read(_PIECE), b""))
             f.seek(0)
@@ -226,12 +226,23 @@ def estimated_rows(path: str | Path) -> int:
 
 
 _JSON_BYTES_SPACE = b"\xef\xbb\xbf \t\n\r"  # a byte-order mark too: the reader drops it
+
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\Z)', re.DOTALL)
 """A JSON string, or one cut short by the end of the bytes read: each string's quote starts a match (none
 fails, to be tried again from a quote inside the string)."""
 _JSON_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{},"')
 _PIECE = 1 << 16
 """How many bytes of a table :func:`estimated_rows` reads at a time."""
+
+
+def _opens_with(f: BinaryIO, mark: bytes) -> bool:
+    """Whether the first byte of the binary file ``f`` that is no JSON white space (nor a byte-order mark)
+    is ``mark``, however much white space comes first (read a piece at a time)."""
+    while piece := f.read(_PIECE):
+        rest = piece.lstrip(_JSON_BYTES_SPACE)
+        if rest:
+            return rest.startswith(mark)
+    return False
 
 
 def _json_array_length(pieces: Iterable[bytes]) -> int:

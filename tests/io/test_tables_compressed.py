@@ -170,3 +170,16 @@ def test_a_json_array_corpus_is_estimated_in_less_memory_than_the_file_takes(tmp
     finally:
         tracemalloc.stop()
     assert peak < path.stat().st_size / 2, (peak, path.stat().st_size)
+
+
+def test_a_json_array_after_much_white_space_is_estimated_by_its_elements(tmp_path: Path) -> None:
+    """Whether a ``.json`` corpus is one array was told from its first 64 bytes: an export that puts more
+    white space than that before its ``[`` (blank lines, an editor's indentation) was estimated by its
+    lines, not its elements, though the reader takes it as the array it is."""
+    items = [{"id": f"n{i}", "title": f"t{i}"} for i in range(3)]
+    path = tmp_path / "items.json"
+    path.write_text("\n" * 50 + " " * 100 + json.dumps(items, indent=2), encoding="utf-8")
+    assert estimated_rows(path) == 3
+    blank = tmp_path / "blank.json"
+    blank.write_text(" " * 200, encoding="utf-8")
+    assert estimated_rows(blank) == 0
