@@ -1132,6 +1132,47 @@ class _FakeBase:
         self.device = torch.device(device)
 
 
+def _reused(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    device: str,
+    trained: dict[str, object],
+    now: dict[str, object],
+) -> bool:
+    """Whether a chain with the settings ``now`` reuses a version registered with the settings ``trained``
+    (the same pairs and base model) on ``device``, as its reuse check decides: else it starts training."""
+    from nlsim.chain.fingerprint import training_fingerprint, training_settings
+    from nlsim.io.pairs import load_pairs
+
+    pairs, corpus = make_data(tmp_path, train=8, validation=8, test=4)
+    table = load_pairs(pairs)
+    base = _FakeBase(device)
+    before = config(tmp_path, pairs, corpus, report=False, **trained)
+    settings = training_settings(before.finetune_config(None), base.device)
+    fingerprint, parts = training_fingerprint(table, base.fingerprint, settings)
+    store = ModelStore(before.model_store)
+    store.claim()
+    version = store.new_version_dir(fingerprint)
+    version.mkdir(parents=True)
+    store.register(version, {"fingerprint": fingerprint, "parts": parts})
+    started: list[str] = []
+
+    def training(*args: object, **kwargs: object) -> None:  # the training's plan, made as it starts
+        started.append("finetune")
+        raise TrainingStopped
+
+    monkeypatch.setattr(chain_run, "chain_work", training)
+    monkeypatch.setattr(chain_run, "load_version", lambda version: None)  # no model files in this store
+    cfg = config(tmp_path, pairs, corpus, report=False, **now)
+    try:
+        found, kept, fresh = chain_run.candidate_version(cfg, store, chain_run.direct, base, table, "now")
+    except TrainingStopped:
+        assert started == ["finetune"]
+        return False
+    assert (found, kept, fresh, started) == (version, fingerprint, False, [])
+    return True
+
+
 @pytest.mark.parametrize(("device", "reused"), [("cpu", True), ("cuda", False)])
 def test_a_setting_that_changes_nothing_where_the_model_trains_reuses_the_version(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, device: str, reused: bool
@@ -1140,36 +1181,8 @@ def test_a_setting_that_changes_nothing_where_the_model_trains_reuses_the_versio
     it says, yet a weekly chain on a CPU given another one trained the whole model again ('training
     settings changed: gpu_batch_size'). There the version trained before is reused; on a GPU it is another
     model, trained."""
-    from nlsim.chain.fingerprint import training_fingerprint, training_settings
-    from nlsim.io.pairs import load_pairs
-
-    pairs, corpus = make_data(tmp_path, train=8, validation=8, test=4)
-    table = load_pairs(pairs)
-    base = _FakeBase(device)
-    before = config(tmp_path, pairs, corpus, report=False, gpu_batch_size=32)
-    settings = training_settings(before.finetune_config(None), base.device)
-    fingerprint, parts = training_fingerprint(table, base.fingerprint, settings)
-    store = ModelStore(before.model_store)
-    store.claim()
-    version = store.new_version_dir(fingerprint)
-    version.mkdir(parents=True)
-    store.register(version, {"fingerprint": fingerprint, "parts": parts})
-    trained: list[str] = []
-
-    def training(*args: object, **kwargs: object) -> None:  # the training's plan, made as it starts
-        trained.append("finetune")
-        raise TrainingStopped
-
-    monkeypatch.setattr(chain_run, "chain_work", training)
-    monkeypatch.setattr(chain_run, "load_version", lambda version: None)  # no model files in this store
-    now = config(tmp_path, pairs, corpus, report=False, gpu_batch_size=64)
-    if reused:
-        found, kept, fresh = chain_run.candidate_version(now, store, chain_run.direct, base, table, "now")
-        assert (found, kept, fresh, trained) == (version, fingerprint, False, [])
-    else:
-        with pytest.raises(TrainingStopped):
-            chain_run.candidate_version(now, store, chain_run.direct, base, table, "now")
-        assert trained == ["finetune"]
+    trained, now = {"gpu_batch_size": 32}, {"gpu_batch_size": 64}
+    assert _reused(tmp_path, monkeypatch, device, trained, now) is reused
 
 
 @pytest.mark.parametrize(
@@ -1188,37 +1201,9 @@ def test_train_precision_auto_reuses_a_version_asked_the_precision_it_trains_in_
     changed: train_precision'). It is reused; where auto trains in bf16 it is another model. A version
     trained at auto is not taken for an explicit fp32: it may have been trained in bf16 elsewhere, and its
     fingerprint, the name of every version trained at the default, reads the setting as asked."""
-    from nlsim.chain.fingerprint import training_fingerprint, training_settings
-    from nlsim.io.pairs import load_pairs
-
     monkeypatch.setenv("NLSIM_CPU_FLAGS", flags)
-    pairs, corpus = make_data(tmp_path, train=8, validation=8, test=4)
-    table = load_pairs(pairs)
-    base = _FakeBase("cpu")
-    before = config(tmp_path, pairs, corpus, report=False, train_precision=trained_with)
-    settings = training_settings(before.finetune_config(None), base.device)
-    fingerprint, parts = training_fingerprint(table, base.fingerprint, settings)
-    store = ModelStore(before.model_store)
-    store.claim()
-    version = store.new_version_dir(fingerprint)
-    version.mkdir(parents=True)
-    store.register(version, {"fingerprint": fingerprint, "parts": parts})
-    trained: list[str] = []
-
-    def training(*args: object, **kwargs: object) -> None:  # the training's plan, made as it starts
-        trained.append("finetune")
-        raise TrainingStopped
-
-    monkeypatch.setattr(chain_run, "chain_work", training)
-    monkeypatch.setattr(chain_run, "load_version", lambda version: None)  # no model files in this store
-    cfg = config(tmp_path, pairs, corpus, report=False, train_precision=now)
-    if reused:
-        found, kept, fresh = chain_run.candidate_version(cfg, store, chain_run.direct, base, table, "now")
-        assert (found, kept, fresh, trained) == (version, fingerprint, False, [])
-    else:
-        with pytest.raises(TrainingStopped):
-            chain_run.candidate_version(cfg, store, chain_run.direct, base, table, "now")
-        assert trained == ["finetune"]
+    trained, asked = {"train_precision": trained_with}, {"train_precision": now}
+    assert _reused(tmp_path, monkeypatch, "cpu", trained, asked) is reused
 
 
 @pytest.mark.slow
