@@ -166,6 +166,9 @@ class MergeResult:
     """Overruling rows of a mark made before the decision that holds on a pair an editor's file added:
     each is the pair file's row of its pair now, and the decision that holds overrules it, as had the
     older file been merged first; each said with the decision that holds."""
+    taken_back: tuple[str, ...] = ()
+    """Rows on a pair whose verdict was taken back (its pair removed from the pair file), marked before it
+    was: not merged (an old export merged again does not bring the verdict back), each said with it."""
 
 
 def _notes_for(fmt: str, new: pd.DataFrame, log: Callable[[str], None]) -> pd.DataFrame:
@@ -240,6 +243,7 @@ def merge_annotations(
         original = _read_target(target)  # existing rows are written back exactly as read
         _refuse_editors_file(pairs_file, original)
         existing = validate_pairs(original, target, repeated_scores="refuse", misread="refuse")
+        new, back = _taken_back(new, existing, decided, path)
         intent |= _kept_marks(new, existing, decided, path, intent)
         renewed = _overruling_training_rows(new, existing, intent)
         in_corpus = corpus_texts(corpus, text_field)
@@ -248,17 +252,15 @@ def merge_annotations(
         new = _notes_for(fmt, new, log)
         early += cell_problems(new, columns_of(original, new)[0], filled, pairs_file)
         scored = _checked(new, existing, decided, path, intent, filled, skip_scored, found, early, renewed)
-        fresh, newer, skipped_scored = _parted(new, scored, skip_scored, filled, pairs_file)
+        fresh, newer, skipped_scored = _parted(new, scored, skip_scored, filled, pairs_file, bool(back))
         label = f"{pairs_file} merged with {filled}"
         notes, renoted = _renoted(new, original, scored.again)
         first = _earliest(newer, scored.overrules, path, existing, decided)
         on_new_text = _new_text_rows(newer, scored.overrules)
         first = {r: k for r, k in first.items() if r not in on_new_text}
         earlier = _earliest_rows(newer, original, first)
-        if len(fresh) or notes or earlier[1]:
-            body = appended(original, fresh, split, fmt, data, label, notes, earlier)
-        else:
-            body = None
+        changed = bool(len(fresh) or notes or earlier[1])
+        body = appended(original, fresh, split, fmt, data, label, notes, earlier) if changed else None
         # the verdicts are checked and written before the pair file: its rename commits the merge
         rows = scored.overrules
         with _verdicts_kept(fresh, newer, rows, path, existing, decided, log, set(first.values())) as kept:
@@ -266,7 +268,7 @@ def merge_annotations(
                 write_checked(target, body.checked, body.write, label)
     total = len(body.checked) if body is not None else len(existing)
     result = MergeResult(len(fresh), skipped, total, split, path, skipped_scored, notes_updated=renoted)
-    result.merged_before = len(scored.again)
+    result.merged_before, result.taken_back = len(scored.again), back
     kept.told(result)
     _warn_unscored_overrules(fresh, overrule_rows(raw, filled, [], every=False), filled, pairs_file, split)
     log(_merge_said(result, skip_scored))
@@ -527,23 +529,42 @@ def _merge_said(result: MergeResult, skip_scored: bool) -> str:
             f"; of them, {len(result.notes_updated)} with a note edited since the mark was merged: the "
             "edited note is the pair's note in the pair file now: " + "; ".join(result.notes_updated)
         )
+    said += _taken_back_said(result.taken_back)
     if result.verdicts is not None and not result.overruled:
         said += f"; the verdicts are kept in {result.verdicts}"
     return said
 
 
+def _taken_back_said(rows: tuple[str, ...], shown: int = 10) -> str:
+    """What a merge says of the rows it left out on verdicts taken back (:func:`_taken_back`): the first
+    ``shown`` of them; '' for none."""
+    if not rows:
+        return ""
+    more = f" and {len(rows) - shown} more" if len(rows) > shown else ""
+    return (
+        f"; {len(rows)} mark(s) made before their pair's verdict was taken back (its pair removed from the "
+        "pair file): not merged (a mark made since is a new decision): " + "; ".join(rows[:shown]) + more
+    )
+
+
 def _parted(
-    new: pd.DataFrame, scored: Scored, skip_scored: bool, filled: str | Path, pairs_file: str | Path
+    new: pd.DataFrame,
+    scored: Scored,
+    skip_scored: bool,
+    filled: str | Path,
+    pairs_file: str | Path,
+    taken_back: bool = False,
 ) -> tuple[pd.DataFrame, pd.DataFrame, int]:
     """``new`` parted into the rows the pair file does not score yet (appended to it) and the overruling
     ones (:attr:`~nlsim.annotation.validate.Scored.overrules`: the verdict store only), without those
-    ``--skip-scored`` skips; and how many it skipped."""
+    ``--skip-scored`` skips; and how many it skipped. A file with no row left is refused as every pair
+    already annotated, but where rows on verdicts taken back were left out (``taken_back``: said)."""
     rows = [int(r) for r in (new.attrs.get("rows") or range(1, len(new) + 1))]
     skip = scored.skipped if skip_scored else set()
     gone = skip | scored.again
     fresh = _rows_of(new, rows, [r not in scored.overrules and r not in gone for r in rows])
     newer = _rows_of(new, rows, [r in scored.overrules for r in rows])
-    if fresh.empty and newer.empty and not scored.again:
+    if fresh.empty and newer.empty and not scored.again and not taken_back:
         raise InputError(filled, None, None, f"every pair of the file is already annotated in {pairs_file}")
     return fresh, newer, len(skip & set(rows))
 
@@ -660,6 +681,38 @@ def _held_verdicts(pairs_file: Path, existing: pd.DataFrame) -> Verdicts:
         return check_store(pairs_file, existing).verdicts
     except InputError:
         return Verdicts()
+
+
+def _taken_back(
+    new: pd.DataFrame, existing: pd.DataFrame, decided: _Decided, pairs_file: Path
+) -> tuple[pd.DataFrame, tuple[str, ...]]:
+    """``new`` without its rows on a pair whose verdict was taken back (its pair removed from the pair file,
+    kept so in the verdict store: :class:`~nlsim.clusters.verdicts.store.TakenBack`) marked no later than
+    that (``decided.times``: an old export merged again; a row without its mark's time is dated when merged,
+    a new decision); and each row left out, said with the verdict taken back and when."""
+    if "id_a" not in new.columns or "id_b" not in new.columns:
+        return new, ()
+    try:
+        back = {t.key: t for t in check_store(pairs_file, existing).taken_back}
+    except InputError:  # a store that cannot be read refuses the merge later, by name
+        return new, ()
+    if not back:
+        return new, ()
+    who = new["annotator"] if "annotator" in new.columns else pd.Series([""] * len(new))
+    rows = [int(r) for r in (new.attrs.get("rows") or range(1, len(new) + 1))]
+    said: list[str] = []
+    keep: list[bool] = []
+    for row, a, b, score, w in zip(rows, new["id_a"], new["id_b"], new["score"], who, strict=True):
+        t = back.get(pair_key(item_id(a), item_id(b))) if item_id(a) and item_id(b) else None
+        when = decided.times.get(row, "")
+        keep.append(t is None or not t.stands_over(when))
+        if not keep[-1] and t is not None:
+            mark = Decision(float(score), "" if is_blank(w) else str(w), Path(decided.filled).name, when)
+            said.append(
+                f"{t.verdict.id_a}/{t.verdict.id_b}: {_decided_by(mark)} was made before the verdict "
+                f"({_decided_by(t.verdict.decision)}) was taken back ({t.at})"
+            )
+    return _rows_of(new, rows, keep), tuple(said)
 
 
 def _not_overruling(

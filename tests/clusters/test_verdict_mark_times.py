@@ -846,3 +846,39 @@ def test_a_mark_kept_in_its_pairs_history_and_exported_again_is_merged_before_no
     assert load_verdicts(store_path(pairs)).get(("n2", "n3")) == held
     assert load_pairs(pairs).set_index("id_a").loc["n2"].to_dict() == row
     assert load_pairs(pairs).set_index("id_a").loc["n4", "score"] == 0.0
+
+
+@pytest.mark.parametrize("noticed", ["annotate verdicts --write", "another merge"])
+def test_a_verdict_taken_back_stays_taken_back_when_an_older_export_is_merged_again(
+    tmp_path: Path, noticed: str
+) -> None:
+    """desk added n2/n3 as the same story on Monday; the verdict was taken back as the guide says: the pair
+    removed from the pair file, then ``nlsim annotate verdicts --write`` (or the next merge) wrote the store
+    without it. desk's Monday export merged again brought the verdict back, pair and all. The store keeps
+    the verdict taken back, dated when it found the pair gone: a mark made before then is not merged (said
+    so), and a mark made after it is a new decision, which merges."""
+    from nlsim.annotation.merge import check_verdicts
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    monday = _export(tmp_path / "marks-1.csv", "desk", [("n2", "n3", "1", MONDAY)], overrule="false")
+    merge_annotations(monday, pairs, log=lambda _: None)
+    kept = [line for line in pairs.read_text(encoding="utf-8").splitlines(True) if "\tn2\tn3\t" not in line]
+    pairs.write_text("".join(kept), encoding="utf-8")  # taken back: its pair removed from the pair file
+    if noticed == "another merge":
+        bob = _export(tmp_path / "bob.csv", "bob", [("n4", "n5", "0", TUESDAY)], overrule="false")
+        merge_annotations(bob, pairs, log=lambda _: None)
+    else:
+        check_verdicts(pairs, write=True, log=lambda _: None)
+    before = (pairs.read_bytes(), store_path(pairs).read_bytes())
+    said: list[str] = []
+    result = merge_annotations(monday, pairs, log=said.append)
+    assert result.added == 0 and len(result.taken_back) == 1, said
+    assert "taken back" in " ".join(said) and "n2/n3" in " ".join(said), said
+    assert (pairs.read_bytes(), store_path(pairs).read_bytes()) == before
+    assert load_verdicts(store_path(pairs)).get(("n2", "n3")) is None
+    assert ("n2", "n3") not in set(zip(load_pairs(pairs)["id_a"], load_pairs(pairs)["id_b"], strict=True))
+    later = (dt.datetime.now(dt.UTC) + dt.timedelta(minutes=2)).isoformat()
+    again = _export(tmp_path / "marks-2.csv", "desk", [("n2", "n3", "0", later)], overrule="false")
+    assert merge_annotations(again, pairs, log=lambda _: None).added == 1
+    held = load_verdicts(store_path(pairs)).get(("n2", "n3"))
+    assert held is not None and (held.score, held.decided_at) == (0.0, later)

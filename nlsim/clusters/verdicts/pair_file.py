@@ -6,7 +6,10 @@ record of every merged verdict and the store adds what the pair file does not ke
 from, when, the texts' hashes). :func:`check_store` reads both and makes them agree:
 
 - a verdict the pair file does not hold (a merge killed between the store's rename and the pair file's,
-  or a pair removed from the pair file by hand) does not act: the merge is rolled back (``dropped``);
+  or a pair removed from the pair file by hand) does not act: the merge is rolled back (``dropped``); one
+  whose pair is gone from the pair file (``gone``) is kept as taken back once the store is written
+  (:class:`~nlsim.clusters.verdicts.store.TakenBack`, dated then: a mark made before, merged again, does not
+  bring it back), unless the merge that writes it merges it again (one killed before its pair file);
 - a pair the pair file holds with another score or split takes the pair file's (``corrected``), unless
   the verdict overrules it (:attr:`~nlsim.clusters.verdicts.records.Verdict.overrules`: an editor's newer
   decision on a training pair, ``nlsim annotate merge --overrule``): an overruling verdict holds when the
@@ -40,6 +43,7 @@ Example:
 
 from __future__ import annotations
 
+import datetime as dt
 import glob
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -53,6 +57,7 @@ from nlsim.clusters.verdicts.store import (
     STORE_COLUMNS,
     SUFFIX,
     StoreFile,
+    TakenBack,
     earlier_paths,
     read_store_file,
     save_verdicts,
@@ -187,6 +192,9 @@ class StoreCheck:
         row_notes: the editor's note the pair file's merged row gives a verdict that holds without a note of
             its own (a verdict a merge added: the pair file keeps its note, the store does not), by
             ``pair_key``: what :meth:`shown` gives the verdict to show, never written into the store.
+        taken_back: the verdicts taken back that today's store keeps and the pair file does not hold again.
+        gone: of ``dropped``, the verdicts of today's store whose pair the pair file no longer holds: taken
+            back from the store's next write (:func:`write_store`) on.
     """
 
     pairs_file: Path
@@ -201,6 +209,8 @@ class StoreCheck:
     unchecked: bool = False
     unheld: tuple[Verdict, ...] = ()
     row_notes: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    taken_back: tuple[TakenBack, ...] = ()
+    gone: tuple[Verdict, ...] = ()
 
     def shown(self) -> Verdicts:
         """The verdicts that hold, each verdict a merge added with the note its merged row in the pair
@@ -246,7 +256,8 @@ class StoreCheck:
         today = next((f for f in self.files if f.path == self.path), None)
         if today is None:
             return not len(self.verdicts)
-        return self.path.read_text(encoding="utf-8-sig") == store_text(self.verdicts) or (
+        text = store_text(self.verdicts, self.taken_back)
+        return self.path.read_text(encoding="utf-8-sig") == text or (
             bool(self.unknown)
             and not (self.rebuilt or self.dropped or self.corrected or self.damaged or self.unheld)
         )
@@ -263,6 +274,12 @@ class StoreCheck:
             f"verdict(s) in {self.path} that {self.pairs_file} does not hold as one (a merge "
             "that did not finish, or a pair removed from the pair file) do not act",
         )
+        if self.gone:
+            out.append(
+                f"{len(self.gone)} of them, their pair gone from {self.pairs_file}, are kept in "
+                f"{self.path} as taken back once it is written (a mark made before then, merged again, does "
+                "not bring them back)"
+            )
         out += _listed(self.corrected, f"verdict(s) take the score and split {self.pairs_file} gives them")
         out += _listed(
             self.unheld,
@@ -331,6 +348,7 @@ def check_store(pairs_file: str | Path, pairs: pd.DataFrame | None = None) -> St
             found.take(v, row, migrated=f.path != path)
     rebuilt = _rebuilt(rows, found.kept, files)
     verdicts = Verdicts.from_records([*found.kept.values(), *rebuilt])
+    back = tuple(t for f in today for t in f.taken_back if t.key not in rows)
     noted = {
         v.key: rows[v.key].notes
         for v in verdicts.records
@@ -348,6 +366,8 @@ def check_store(pairs_file: str | Path, pairs: pd.DataFrame | None = None) -> St
         found.hashed,
         unheld=tuple(found.unheld),
         row_notes=noted,
+        taken_back=back,
+        gone=tuple(v for v in found.dropped if v.key not in rows),
     )
 
 
@@ -401,8 +421,10 @@ def _rebuilt(
 
 def write_store(check: StoreCheck, verdicts: Verdicts | None = None) -> None:
     """Write ``verdicts`` (default: what ``check`` found to hold) as the store of ``check``'s pair file, in
-    today's form (:func:`~nlsim.clusters.verdicts.store.save_verdicts`). Refuses a store this nlsim cannot
-    write whole: one with columns it does not know (a later nlsim wrote it)."""
+    today's form (:func:`~nlsim.clusters.verdicts.store.save_verdicts`), with the verdicts taken back it
+    keeps and those whose pair is gone from the pair file (:attr:`StoreCheck.gone`, taken back now), none
+    on a pair of ``verdicts``. Refuses a store this nlsim cannot write whole: one with columns it does not
+    know (a later nlsim wrote it)."""
     if check.unknown:
         raise InputError(
             check.path,
@@ -411,7 +433,11 @@ def write_store(check: StoreCheck, verdicts: Verdicts | None = None) -> None:
             f"the verdict store has columns this nlsim does not know ({', '.join(check.unknown)}): a later "
             f"nlsim wrote it (this one writes {', '.join(STORE_COLUMNS)}); use that nlsim",
         )
-    save_verdicts(verdicts if verdicts is not None else check.verdicts, check.path)
+    held = verdicts if verdicts is not None else check.verdicts
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    keys = {v.key for v in held.records}
+    back = {t.key: t for t in (*check.taken_back, *(TakenBack(v, now) for v in check.gone))}
+    save_verdicts(held, check.path, tuple(t for k, t in back.items() if k not in keys))
 
 
 def retire_earlier(check: StoreCheck, held: Verdicts) -> list[Path]:

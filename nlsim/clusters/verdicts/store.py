@@ -16,7 +16,8 @@ last row without its line end) as torn. The column of the decisions an overrulin
 without overrules is written as before them, and one with them is never rewritten by an nlsim that does
 not know them (it reads their pairs' verdicts as the pair file scores them). So is the column of an
 overruling verdict's note (:data:`~nlsim.clusters.verdicts.records.NOTES`): written only while a verdict has
-one; a store without it reads every verdict without a note.
+one; a store without it reads every verdict without a note. So is the column of the verdicts taken back
+(:data:`TAKEN_BACK`, :class:`TakenBack`: kept after the verdicts, never read as ones).
 
 The stores an earlier nlsim named after the pair file's name without its extension (``news.verdicts.csv``,
 one for every pair file of that stem; beside a symbolic link instead of the file it links to, earlier
@@ -40,6 +41,7 @@ Example:
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import hashlib
 import io
 import os
@@ -64,8 +66,51 @@ from nlsim.io.tables import decode_table_text
 SUFFIX = ".verdicts.csv"
 ROW_CHECK = "row_sha256"
 """The last column of a store: :func:`row_check` of the row's other cells."""
-STORE_COLUMNS = (*COLUMNS, ROW_CHECK)
+TAKEN_BACK = "taken_back"
+"""The column of a verdict taken back (:class:`TakenBack`): when the store first found its pair gone from
+the pair file (ISO 8601, with its offset); empty for every other row, and written only while the store keeps
+a verdict taken back."""
+STORE_COLUMNS = (*COLUMNS, TAKEN_BACK, ROW_CHECK)
 """The columns this nlsim writes, in order."""
+
+
+def _instant(text: str) -> dt.datetime | None:
+    """The time ``text`` says (one without an offset read on UTC), ``None`` when it is no time."""
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
+
+
+@dataclass(frozen=True)
+class TakenBack:
+    """A verdict taken back: its pair removed from the pair file (the way to take a verdict back), kept in
+    the store with ``at``, when the store first found the pair gone (the merge, or ``nlsim annotate
+    verdicts --write``, that wrote it so), so that a mark made no later than that and merged again (an old
+    export) does not bring it back (:meth:`stands_over`). It never acts and is no verdict of the store's;
+    the pair file holding its pair again ends it.
+
+    >>> back = TakenBack(Verdict("a", "b", 1.0, annotator="desk"), "2026-03-04T07:30:00+00:00")
+    >>> back.stands_over("2026-03-02T08:15:00.000Z"), back.stands_over("2026-03-05T08:00:00Z")
+    (True, False)
+    >>> back.stands_over("")  # a row without its mark's time is dated when merged: after it
+    False
+    """
+
+    verdict: Verdict
+    at: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """The pair's key (:func:`~nlsim.clusters.constraints.pair_key`)."""
+        return self.verdict.key
+
+    def stands_over(self, marked_at: str) -> bool:
+        """Whether a mark made at ``marked_at`` (a page export's time; '' for none) is no later than the
+        taking back: an old mark sent again, which does not bring the verdict back."""
+        then, when = _instant(self.at), _instant(marked_at) if marked_at else None
+        return then is not None and when is not None and when <= then
 
 
 def store_path(pairs_file: str | Path) -> Path:
@@ -135,6 +180,9 @@ class StoreFile:
     relaid: tuple[tuple[str, str], ...] = ()
     """The pairs whose verdict keeps a mark an earlier nlsim marked superseded among the decisions it
     overrules, read as one of them (:func:`~nlsim.clusters.verdicts.records.current_layout`)."""
+    taken_back: tuple[TakenBack, ...] = ()
+    """The verdicts taken back the store keeps (its rows with a :data:`TAKEN_BACK` time): none of
+    :attr:`rows`."""
 
     @property
     def verdicts(self) -> Verdicts:
@@ -188,6 +236,7 @@ def read_store_file(path: str | Path) -> StoreFile:
     damaged: list[InputError] = []
     keys: list[tuple[str, str]] = []
     relaid: list[tuple[str, str]] = []
+    back: list[TakenBack] = []
     torn_end = not text.endswith(("\n", "\r"))
     for n, cells in enumerate(records[1:], start=1):
         named = dict(zip(header, cells, strict=False))
@@ -200,6 +249,12 @@ def read_store_file(path: str | Path) -> StoreFile:
         except InputError as exc:
             damaged.append(exc if why is None else InputError(path, n, field or exc.field, why))
         else:
+            at = named.get(TAKEN_BACK, "").strip()
+            if why is None and at and _instant(at) is None:
+                why, field = f"{TAKEN_BACK} {at!r} is not a time", TAKEN_BACK
+            if why is None and at:
+                back.append(TakenBack(verdict, at))
+                continue
             if why is None:
                 rows.append(StoreRow(n, verdict))
                 if Decision.from_cell(named.get(EARLIER, "")) != verdict.earlier:
@@ -212,7 +267,9 @@ def read_store_file(path: str | Path) -> StoreFile:
         if all(ids) and ids[0] != ids[1]:
             keys.append((min(ids), max(ids)))
     unknown = tuple(h for h in header if h not in STORE_COLUMNS)
-    return StoreFile(path, tuple(rows), tuple(damaged), tuple(keys), checked, unknown, tuple(relaid))
+    return StoreFile(
+        path, tuple(rows), tuple(damaged), tuple(keys), checked, unknown, tuple(relaid), tuple(back)
+    )
 
 
 def load_verdicts(path: str | Path) -> Verdicts:
@@ -227,27 +284,33 @@ def load_verdicts(path: str | Path) -> Verdicts:
     return store.verdicts
 
 
-def store_text(verdicts: Verdicts) -> str:
-    """The store's text for ``verdicts``: :data:`STORE_COLUMNS` (without :data:`EARLIER` while no verdict
-    keeps an earlier decision, overruled or superseded, and without :data:`NOTES` while none has a note),
-    each row with its check."""
-    left_out = {EARLIER} if not any(v.earlier for v in verdicts.records) else set()
-    left_out |= {NOTES} if not any(v.notes for v in verdicts.records) else set()
+def store_text(verdicts: Verdicts, taken_back: tuple[TakenBack, ...] = ()) -> str:
+    """The store's text for ``verdicts`` and the verdicts ``taken_back``, after them:
+    :data:`STORE_COLUMNS` (without :data:`EARLIER` while no verdict keeps an earlier decision, overruled or
+    superseded, without :data:`NOTES` while none has a note, and without :data:`TAKEN_BACK` while none is
+    taken back), each row with its check."""
+    every = [*verdicts.records, *(t.verdict for t in taken_back)]
+    left_out = {EARLIER} if not any(v.earlier for v in every) else set()
+    left_out |= {NOTES} if not any(v.notes for v in every) else set()
     columns = [c for c in COLUMNS if c not in left_out]
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow([*columns, ROW_CHECK])
-    for v in verdicts.records:
+    writer.writerow([*columns, *([TAKEN_BACK] if taken_back else []), ROW_CHECK])
+    rows = [(v, "") for v in verdicts.records] + [(t.verdict, t.at) for t in taken_back]
+    for v, at in rows:
         cells = {c: v.cell(c) for c in columns}
+        if taken_back:
+            cells[TAKEN_BACK] = at
         writer.writerow([*cells.values(), row_check(cells)])
     return buf.getvalue()
 
 
-def save_verdicts(verdicts: Verdicts, path: str | Path) -> None:
-    """Write the store atomically (a temporary file beside it, then a rename): a failed write leaves the
-    previous store as it was. A store that is a symbolic link (kept elsewhere) keeps its link: the file it
-    links to is written; an existing store keeps its permissions (:func:`write_store_bytes`)."""
-    write_store_bytes(path, store_text(verdicts).encode("utf-8"))
+def save_verdicts(verdicts: Verdicts, path: str | Path, taken_back: tuple[TakenBack, ...] = ()) -> None:
+    """Write the store (``verdicts``, and the verdicts ``taken_back`` it keeps) atomically (a temporary
+    file beside it, then a rename): a failed write leaves the previous store as it was. A store that is a
+    symbolic link (kept elsewhere) keeps its link: the file it links to is written; an existing store keeps
+    its permissions (:func:`write_store_bytes`)."""
+    write_store_bytes(path, store_text(verdicts, taken_back).encode("utf-8"))
 
 
 def write_store_bytes(path: str | Path, data: bytes | None) -> None:
