@@ -1158,3 +1158,56 @@ def test_in_the_hour_a_fall_back_repeats_the_list_and_a_split_preview_follow_the
 
     assert spans(drawn) == spans(want)
     assert spans(drawn)["c-w"] == ("2024-11-03 01:50 (UTC-04:00)", "2024-11-03 01:10 (UTC-05:00)", ["w", "y"])
+
+
+def linked_report(
+    folder: Path, links: list[tuple[str, str, float]], apart: list[tuple[str, str, float]]
+) -> Path:
+    """A batch report at threshold 0.9 of the items the pairs name (published in the order they are first
+    named), its clusters made of ``links`` and ``apart`` the links at or above the threshold the rule (shared
+    support, 0.4) left apart (near misses the page reads as links)."""
+    ids = list(dict.fromkeys(i for a, b, _ in [*links, *apart] for i in (a, b)))
+    day = pd.Timestamp("2024-08-01", tz="UTC")
+    frame = pd.DataFrame(
+        {"id": ids, "title": [f"Headline {i}" for i in ids], "source": "wire", "url": ""}
+    ).assign(published_at=[day + pd.Timedelta(minutes=n) for n in range(len(ids))])
+
+    def table(rows: list[tuple[str, str, float]]) -> pd.DataFrame:
+        return pd.DataFrame(
+            [(ids.index(a), ids.index(b), s) for a, b, s in rows], columns=["a", "b", "similarity"]
+        )
+
+    pairs = table(links)
+    labels, clusters = batch_clusters(frame, pairs)
+    missed = near_miss_pairs(table(apart), labels, 10)
+    cluster_of = {i: c for i, c in zip(frame["id"], labels, strict=True) if c is not None}
+    near = near_miss_table(pairs_table(frame, missed, labels), cluster_of)
+    rule = {"name": "support", "min_share": 0.4, "cut": "order"}
+    record = RunRecord.from_dict(
+        {"run_id": "batch-linked0001", "model": FAST_MODEL, "threshold": 0.9, "story_rule": rule}
+    )
+    write_report(folder, pairs_table(frame, pairs, labels), clusters, record, frame=frame, near_misses=near)
+    return folder / "index.html"
+
+
+def test_a_split_whose_piece_links_to_a_cluster_listed_before_it_lists_that_cluster_once(
+    chromium: Any, tmp_path: Path
+) -> None:
+    """c-x0 (three items) comes before c-z0 (two) in the report's clusters, and z1 links to x0 at the
+    threshold and above, a link the rule left apart (too little support). "Not the same story" on z0/z1
+    parts c-z0, and the preview runs the rule over what the link reaches, c-x0 too, which it leaves as it
+    is: the list showed c-x0 twice."""
+    links = [("x0", "x1", 0.95), ("x0", "x2", 0.95), ("x1", "x2", 0.95), ("z0", "z1", 0.93)]
+    page = chromium.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(linked_report(tmp_path / "report", links, [("z1", "x0", 0.91)]).as_uri())
+    listed = "[...document.querySelectorAll('#clusters li.cluster')].map(li => li.dataset.cluster)"
+    shown = "window.nlsimReport.data.clusters.map(c => [c.cluster_id, c.size])"
+    assert page.evaluate(shown) == [["c-x0", 3], ["c-z0", 2]]
+    body = open_cluster(page, "c-z0")
+    page.locator(f"{body} tr.rv-row button.rv-level[data-v='0']").click()
+    assert page.evaluate(shown) == [["c-x0", 3]]
+    assert page.evaluate(listed) == ["c-x0"]
+    assert errors == []
+    page.close()

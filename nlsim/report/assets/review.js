@@ -540,21 +540,21 @@
       j.keys.forEach(function (k) { if (k.charAt(0) === "c") done[k.slice(2)] = true; });
       Array.prototype.push.apply(out, joined(j, byId));
     });
+    // a split cluster's pieces may join what the rule left apart from it: the rule over all that its links
+    // left apart reach, as the run (each cluster it reaches taken in before any is listed as it was)
+    var regrouped = {};
+    if (window.nlsimRules) ORIGINAL.forEach(function (c) {
+      if (done[c.cluster_id] || !markedApart(c)) return;
+      var reach = around(c, byId);
+      if (reach.length < 2 || reach.some(function (k) { return done[k.slice(2)] && k.charAt(0) === "c"; })) return;
+      reach.forEach(function (k) { if (k.charAt(0) === "c") done[k.slice(2)] = true; });
+      regrouped[c.cluster_id] = joined({ keys: reach, split: c.cluster_id }, byId);
+    });
     ORIGINAL.forEach(function (c) {
+      if (regrouped[c.cluster_id]) Array.prototype.push.apply(out, regrouped[c.cluster_id]);
       if (done[c.cluster_id]) return;
-      var inC = {}, at = {}, apart = false;
+      var inC = {}, at = {}, apart = markedApart(c);
       c.member_ids.forEach(function (i, k) { inC[i] = true; at[i] = k; });
-      Object.keys(marks).forEach(function (k) {
-        var m = marks[k], a = index[m.a], b = index[m.b];
-        if (a !== undefined && b !== undefined && inC[a] && inC[b] && m.v < 1) apart = true;
-      });
-      var reach = apart && window.nlsimRules ? around(c, byId) : [];
-      if (reach.length > 1 && !reach.some(function (k) { return done[k.slice(2)] && k.charAt(0) === "c"; })) {
-        // the pieces may join what the rule left apart from the cluster: the rule over all of it, as the run
-        reach.forEach(function (k) { if (k.charAt(0) === "c") done[k.slice(2)] = true; });
-        Array.prototype.push.apply(out, joined({ keys: reach, split: c.cluster_id }, byId));
-        return;
-      }
       var parts = apart ? ruleGroups([c], inC) : [c.member_ids];
       if (parts.length === 1 && parts[0].length === c.member_ids.length) { out.push(c); return; }
       parts.forEach(function (p) { p.sort(function (x, y) { return at[x] - at[y]; }); });  // in member order
