@@ -1161,11 +1161,15 @@ def test_in_the_hour_a_fall_back_repeats_the_list_and_a_split_preview_follow_the
 
 
 def linked_report(
-    folder: Path, links: list[tuple[str, str, float]], apart: list[tuple[str, str, float]]
+    folder: Path,
+    links: list[tuple[str, str, float]],
+    apart: list[tuple[str, str, float]],
+    decisions: list[list[Any]] | None = None,
 ) -> Path:
     """A batch report at threshold 0.9 of the items the pairs name (published in the order they are first
-    named), its clusters made of ``links`` and ``apart`` the links at or above the threshold the rule (shared
-    support, 0.4) left apart (near misses the page reads as links)."""
+    named), its clusters made of ``links`` and ``apart`` the near misses (those at or above the threshold:
+    links the rule, shared support at 0.4, left apart, which the page reads as links), with the editors'
+    ``decisions`` (``[id_a, id_b, score]``) the report honoured."""
     ids = list(dict.fromkeys(i for a, b, _ in [*links, *apart] for i in (a, b)))
     day = pd.Timestamp("2024-08-01", tz="UTC")
     frame = pd.DataFrame(
@@ -1183,8 +1187,10 @@ def linked_report(
     cluster_of = {i: c for i, c in zip(frame["id"], labels, strict=True) if c is not None}
     near = near_miss_table(pairs_table(frame, missed, labels), cluster_of)
     rule = {"name": "support", "min_share": 0.4, "cut": "order"}
+    editors = {"source": "pairs.tsv.verdicts.csv", "decisions": decisions} if decisions else None
     record = RunRecord.from_dict(
         {"run_id": "batch-linked0001", "model": FAST_MODEL, "threshold": 0.9, "story_rule": rule}
+        | ({"editors": editors} if editors else {})
     )
     write_report(folder, pairs_table(frame, pairs, labels), clusters, record, frame=frame, near_misses=near)
     return folder / "index.html"
@@ -1209,5 +1215,42 @@ def test_a_split_whose_piece_links_to_a_cluster_listed_before_it_lists_that_clus
     page.locator(f"{body} tr.rv-row button.rv-level[data-v='0']").click()
     assert page.evaluate(shown) == [["c-x0", 3]]
     assert page.evaluate(listed) == ["c-x0"]
+    assert errors == []
+    page.close()
+
+
+def test_a_join_with_a_split_inside_it_regroups_what_the_split_frees_as_the_run_does(
+    chromium: Any, tmp_path: Path
+) -> None:
+    """c-x0 holds x0, x1 and x2; y links to x1 and x2 at the threshold and above, kept apart by an editor's
+    "not the same story" with x0; z is a near miss of x0. An editor marks z and x0 the same story and x0
+    and x1 not: the run's rule (:mod:`nlsim.clusters.rules`) then makes {x0, z} and {x1, x2, y}, y joining
+    the piece the split freed of x0. The join's preview ran the rule over c-x0 and z only and left y out."""
+    from nlsim.clusters.constraints import LinkConstraints
+    from nlsim.clusters.rules import Link, SharedSupport
+
+    links = [("x0", "x1", 0.95), ("x0", "x2", 0.95), ("x1", "x2", 0.95)]
+    apart = [("y", "x1", 0.93), ("y", "x2", 0.92), ("z", "x0", 0.85)]
+    run = SharedSupport(min_share=0.4).clusters(
+        [Link(*link) for link in links + apart[:2]],
+        LinkConstraints.from_pairs(must=[("z", "x0")], cannot=[("y", "x0"), ("x0", "x1")]),
+    )
+    assert run == [["x0", "z"], ["x1", "x2", "y"]]
+    page = chromium.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(linked_report(tmp_path / "report", links, apart, [["y", "x0", 0.0]]).as_uri())
+    held = page.evaluate("window.nlsimReport.data.items.map(it => it.id)")
+    shown = "window.nlsimReport.data.clusters.map(c => [c.cluster_id, c.member_ids])"
+    assert [(c, sorted(held[i] for i in m)) for c, m in page.evaluate(shown)] == [
+        ("c-x0", ["x0", "x1", "x2"])
+    ]
+    open_cluster(page, "c-x0")
+    mark = """([key, level]) => [...document.querySelectorAll('tr.rv-row')].find(r => r.dataset.key === key)
+        .querySelector(`button.rv-level[data-v='${level}']`).click()"""
+    page.evaluate(mark, ["x0\u001fz", "1"])  # the near miss: the same story
+    page.evaluate(mark, ["x0\u001fx1", "0"])  # a link of c-x0: not the same story
+    got = sorted((c, sorted(held[i] for i in m)) for c, m in page.evaluate(shown))
+    assert got == [("c-x0", ["x0", "z"]), ("c-x1", ["x1", "x2", "y"])]
     assert errors == []
     page.close()

@@ -513,7 +513,8 @@
       var named = mine.filter(function (c) { return c.cluster_id === names[n]; })[0];
       var base = named || (mine.length ? mine[0] : blank(g));
       var merged = Object.assign({}, base, {
-        pairs: [].concat.apply([], mine.map(function (c) { return c.pairs; })).concat(j.split ? LEFT_APART : []),
+        pairs: [].concat.apply([], mine.map(function (c) { return c.pairs; }))
+          .concat(j.split || j.regroup ? LEFT_APART : []),
         added_ids: [].concat.apply([], mine.map(function (c) { return c.added_ids; })),
       });
       var p = piece(merged, g, !!named);
@@ -536,10 +537,22 @@
   function preview() {  // DATA.clusters from the report's clusters and the marks; whether anything changed
     var out = [], byId = {}, done = {};
     ORIGINAL.forEach(function (c) { byId[c.cluster_id] = c; });
-    if (window.nlsimRules) joins().forEach(function (j) {
-      j.keys.forEach(function (k) { if (k.charAt(0) === "c") done[k.slice(2)] = true; });
-      Array.prototype.push.apply(out, joined(j, byId));
-    });
+    if (window.nlsimRules) {
+      var all = joins(), taken = {};
+      all.forEach(function (j) { j.keys.forEach(function (k) { taken[k] = true; }); });
+      all.forEach(function (j) {
+        // a cluster of the join that a mark splits: its pieces may join what the rule left apart from it, as
+        // a split's do (regrouped below), so the rule runs over what its links left apart reach too
+        j.keys.slice().forEach(function (k) {
+          if (k.charAt(0) !== "c" || !markedApart(byId[k.slice(2)])) return;
+          around(byId[k.slice(2)], byId).forEach(function (r) {
+            if (!taken[r]) { taken[r] = true; j.keys.push(r); j.regroup = true; }
+          });
+        });
+        j.keys.forEach(function (k) { if (k.charAt(0) === "c") done[k.slice(2)] = true; });
+        Array.prototype.push.apply(out, joined(j, byId));
+      });
+    }
     // a split cluster's pieces may join what the rule left apart from it: the rule over all that its links
     // left apart reach, as the run (each cluster it reaches taken in before any is listed as it was)
     var regrouped = {};
