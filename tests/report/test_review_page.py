@@ -1254,3 +1254,40 @@ def test_a_join_with_a_split_inside_it_regroups_what_the_split_frees_as_the_run_
     assert got == [("c-x0", ["x0", "z"]), ("c-x1", ["x1", "x2", "y"])]
     assert errors == []
     page.close()
+
+
+def test_a_join_that_parts_a_cluster_regroups_what_it_frees_as_the_run_does(
+    chromium: Any, tmp_path: Path
+) -> None:
+    """c-c0 holds c0 and c1; y links to c1 at the threshold and above, kept apart by an editor's "not the
+    same story" with c0; a0 is a near miss of c0. An editor marks a0 and c0 the same story and a0 and c1
+    not: no mark falls inside c-c0, yet the join parts it, and the run's rule makes {a0, c0} and {c1, y}.
+    The join's preview ran the rule over c-c0 and a0 only and left c1 alone."""
+    from nlsim.clusters.constraints import LinkConstraints
+    from nlsim.clusters.rules import Link, SharedSupport
+
+    links, apart = [("c0", "c1", 0.95)], [("y", "c1", 0.93), ("a0", "c0", 0.85)]
+    run = SharedSupport(min_share=0.4).clusters(
+        [Link(*link) for link in links + apart[:1]],
+        LinkConstraints.from_pairs(must=[("a0", "c0")], cannot=[("y", "c0"), ("a0", "c1")]),
+    )
+    assert run == [["a0", "c0"], ["c1", "y"]]
+    page = chromium.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(linked_report(tmp_path / "report", links, apart, [["y", "c0", 0.0]]).as_uri())
+    held = page.evaluate("window.nlsimReport.data.items.map(it => it.id)")
+    shown = "window.nlsimReport.data.clusters.map(c => [c.cluster_id, c.member_ids])"
+    assert [(c, sorted(held[i] for i in m)) for c, m in page.evaluate(shown)] == [("c-c0", ["c0", "c1"])]
+    page.evaluate(
+        """() => localStorage.setItem('nlsim-review:batch-linked0001', JSON.stringify({version: 1, marks: {
+        'a0\\u001fc0': {a: 'a0', b: 'c0', v: 1, src: 'near', score: 0.85, notes: '', exported: false,
+                        at: '2024-08-02T00:00:00.000Z', overrule: false},
+        'a0\\u001fc1': {a: 'a0', b: 'c1', v: 0, src: 'picked', score: null, notes: '', exported: false,
+                        at: '2024-08-02T00:01:00.000Z', overrule: false}}}))"""
+    )
+    page.reload()
+    got = sorted((c, sorted(held[i] for i in m)) for c, m in page.evaluate(shown))
+    assert got == [("c-c0", ["a0", "c0"]), ("c-c1", ["c1", "y"])]
+    assert errors == []
+    page.close()

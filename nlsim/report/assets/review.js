@@ -541,10 +541,11 @@
       var all = joins(), taken = {};
       all.forEach(function (j) { j.keys.forEach(function (k) { taken[k] = true; }); });
       all.forEach(function (j) {
-        // a cluster of the join that a mark splits: its pieces may join what the rule left apart from it, as
-        // a split's do (regrouped below), so the rule runs over what its links left apart reach too
+        // a join may part a cluster it takes in (a mark inside it, or one between the join's items): the
+        // pieces may join what the rule left apart from the cluster, as a split's do (regrouped below), so the
+        // rule runs over what the links left apart reach from each of its clusters too
         j.keys.slice().forEach(function (k) {
-          if (k.charAt(0) !== "c" || !markedApart(byId[k.slice(2)])) return;
+          if (k.charAt(0) !== "c") return;
           around(byId[k.slice(2)], byId).forEach(function (r) {
             if (!taken[r]) { taken[r] = true; j.keys.push(r); j.regroup = true; }
           });
