@@ -1291,3 +1291,53 @@ def test_a_join_that_parts_a_cluster_regroups_what_it_frees_as_the_run_does(
     assert got == [("c-c0", ["a0", "c0"]), ("c-c1", ["c1", "y"])]
     assert errors == []
     page.close()
+
+
+def test_two_joins_the_links_left_apart_reach_across_are_previewed_as_one(
+    chromium: Any, tmp_path: Path
+) -> None:
+    """c-x0 (x0, x1) and c-z0 (z0, z1): z1 links to x0 and x1 at the threshold and above, kept apart by the
+    editors' verdicts (z0 and z1 the same story, z0 and x0 not). An editor joins a to x0 and b to z0, and
+    says z0 and z1 are not the same story after all: the run's rule then takes z1 to x0's story. The page
+    previewed each join apart, the links between them left out, and left z1 alone."""
+    from nlsim.clusters.constraints import LinkConstraints
+    from nlsim.clusters.rules import Link, SharedSupport
+
+    links = [("x0", "x1", 0.95), ("z0", "z1", 0.95)]
+    apart = [("z1", "x0", 0.93), ("z1", "x1", 0.92), ("a", "x0", 0.85), ("b", "z0", 0.85)]
+    run = SharedSupport(min_share=0.4).clusters(
+        [Link(*link) for link in links + apart[:2]],
+        LinkConstraints.from_pairs(must=[("a", "x0"), ("b", "z0")], cannot=[("z0", "x0"), ("z0", "z1")]),
+    )
+    assert run == [["a", "x0", "x1", "z1"], ["b", "z0"]]
+    page = chromium.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    decisions = [["z0", "x0", 0.0], ["z0", "z1", 1.0]]
+    page.goto(linked_report(tmp_path / "report", links, apart, decisions).as_uri())
+    held = page.evaluate("window.nlsimReport.data.items.map(it => it.id)")
+    shown = "window.nlsimReport.data.clusters.map(c => [c.cluster_id, c.member_ids])"
+    before = sorted((c, sorted(held[i] for i in m)) for c, m in page.evaluate(shown))
+    assert before == [("c-x0", ["x0", "x1"]), ("c-z0", ["z0", "z1"])]
+    marks = {
+        f"{a}\u001f{b}": {
+            "a": a,
+            "b": b,
+            "v": v,
+            "src": "picked",
+            "score": None,
+            "notes": "",
+            "exported": False,
+        }
+        | {"at": f"2024-08-02T00:0{n}:00.000Z", "overrule": False}
+        for n, (a, b, v) in enumerate([("a", "x0", 1), ("b", "z0", 1), ("z0", "z1", 0)])
+    }
+    page.evaluate(
+        "m => localStorage.setItem('nlsim-review:batch-linked0001', JSON.stringify({version: 1, marks: m}))",
+        marks,
+    )
+    page.reload()
+    got = sorted((c, sorted(held[i] for i in m)) for c, m in page.evaluate(shown))
+    assert got == [("c-x0", ["a", "x0", "x1", "z1"]), ("c-z0", ["b", "z0"])]
+    assert errors == []
+    page.close()

@@ -538,18 +538,26 @@
     var out = [], byId = {}, done = {};
     ORIGINAL.forEach(function (c) { byId[c.cluster_id] = c; });
     if (window.nlsimRules) {
-      var all = joins(), taken = {};
-      all.forEach(function (j) { j.keys.forEach(function (k) { taken[k] = true; }); });
-      all.forEach(function (j) {
-        // a join may part a cluster it takes in (a mark inside it, or one between the join's items): the
-        // pieces may join what the rule left apart from the cluster, as a split's do (regrouped below), so the
-        // rule runs over what the links left apart reach from each of its clusters too
-        j.keys.slice().forEach(function (k) {
-          if (k.charAt(0) !== "c") return;
-          around(byId[k.slice(2)], byId).forEach(function (r) {
-            if (!taken[r]) { taken[r] = true; j.keys.push(r); j.regroup = true; }
+      // a join may part a cluster it takes in (a mark inside it, or one between the join's items): the pieces
+      // may join what the rule left apart from the cluster, as a split's do (regrouped below), so the rule runs
+      // over what the links left apart reach from each of its clusters too; joins that reach one another are
+      // one run of the rule
+      var all = [];
+      joins().forEach(function (j) {
+        var keys = j.keys.slice(), regroup = false;
+        j.keys.forEach(function (k) {
+          if (k.charAt(0) === "c") around(byId[k.slice(2)], byId).forEach(function (r) {
+            if (keys.indexOf(r) < 0) { keys.push(r); regroup = true; }
           });
         });
+        var met = all.filter(function (o) { return o.keys.some(function (k) { return keys.indexOf(k) >= 0; }); });
+        met.forEach(function (o) {
+          o.keys.forEach(function (k) { if (keys.indexOf(k) < 0) keys.push(k); });
+          all.splice(all.indexOf(o), 1);
+        });
+        all.push({ keys: keys, regroup: regroup || met.length > 0 });
+      });
+      all.forEach(function (j) {
         j.keys.forEach(function (k) { if (k.charAt(0) === "c") done[k.slice(2)] = true; });
         Array.prototype.push.apply(out, joined(j, byId));
       });
