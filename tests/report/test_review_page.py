@@ -1341,3 +1341,26 @@ def test_two_joins_the_links_left_apart_reach_across_are_previewed_as_one(
     assert got == [("c-x0", ["a", "x0", "x1", "z1"]), ("c-z0", ["b", "z0"])]
     assert errors == []
     page.close()
+
+
+def test_a_split_preview_settles_exact_ties_by_arrival_as_the_run_does(chromium: Any, tmp_path: Path) -> None:
+    """m links to a and to c with one score (an item linked to two parts of one text, each scored by the
+    text's one vector, ties so). "Not the same story" on a/c parts the cluster, and the run settles the
+    tie by arrival (``order=``, as a daily run met the items): c came first, so m stays with c. The page's
+    rule settled it by id, keeping m with a, so its preview showed other clusters than the next report."""
+    links = [("c", "m", 0.95), ("a", "m", 0.95)]  # published in the order named: c, m, a
+    page = chromium.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(linked_report(tmp_path / "report", links, []).as_uri())
+    held = page.evaluate("window.nlsimReport.data.items.map(it => it.id)")
+    shown = "window.nlsimReport.data.clusters.map(c => [c.cluster_id, c.member_ids])"
+    assert [(c, sorted(held[i] for i in m)) for c, m in page.evaluate(shown)] == [("c-c", ["a", "c", "m"])]
+    open_cluster(page, "c-c")
+    for item in ("a", "c"):
+        page.click(f"li[data-cluster='c-c'] tr[data-item='{held.index(item)}'] button.rv-pick")
+    page.locator("#rv-picked button.rv-level[data-v='0']").click()
+    previewed = [sorted(held[i] for i in m) for _, m in page.evaluate(shown)]
+    assert previewed == [["c", "m"]], previewed
+    assert errors == []
+    page.close()

@@ -307,8 +307,8 @@
       return { repOf: repOf, links: links.concat(more) };
     }
     function run(v) {
-      var copies = copiesOf(v);
-      return window.nlsimRules.clusters(RULE, copies.links, { must: ids(v.must), cannot: ids(v.cannot) }, copies.repOf, RULE.cut || "order")
+      var copies = copiesOf(v), verdicts = { must: ids(v.must), cannot: ids(v.cannot) };
+      return window.nlsimRules.clusters(RULE, copies.links, verdicts, copies.repOf, RULE.cut || "order", arrival())
         .map(function (g) { return g.map(function (id) { return index[id]; }); });
     }
     var verdicts = verdictsAmong(inside, true), groups = run(verdicts), placed = {}, before = {}, apart = {};
@@ -396,6 +396,13 @@
   }
   // --- the preview of a join: "same story" marks between two clusters (or a cluster and an item of none)
   // join them as the run's story rule would (ruleGroups: the clusters' links, the verdicts among their items)
+  var ARRIVAL = null;
+  function arrival() {  // each item's rank under the order rule (by id), which settles the rule's exact ties
+    if (ARRIVAL) return ARRIVAL;  // as the run does (nlsim.clusters.rules: order), as a daily run met them
+    ARRIVAL = {};
+    items.map(function (_, i) { return i; }).sort(earliest).forEach(function (i, n) { ARRIVAL[items[i].id] = n; });
+    return ARRIVAL;
+  }
   function earliest(x, y) {  // the order rule: earliest first, undated last, ties by id
     var tx = items[x].published_at || "\uffff", ty = items[y].published_at || "\uffff";
     return R.timeCmp(tx, ty) || cmpCodePoints(items[x].id, items[y].id);  // a repeated hour: by instants

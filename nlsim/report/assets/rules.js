@@ -49,9 +49,17 @@
     return Object.keys(best).map(function (key) { return best[key]; }).sort(cmpPair);
   }
 
-  // --- rules._joined: must-links first, then the links by descending score, never two groups holding a
-  // cannot-link pair -------------------------------------------------------------------------------------
-  function joined(links, c) {
+  // --- rules._joined: must-links first, then the links by descending score (links of one score by when
+  // their later item came, then their earlier one: order, each id's rank under the order rule; else by
+  // id), never two groups holding a cannot-link pair ------------------------------------------------------
+  function byArrival(order) {  // links of one score: the one whose later item came first, as a daily run met them
+    return function (x, y) {
+      var a = [order[x[0]], order[x[1]]].sort(function (p, q) { return q - p; });
+      var b = [order[y[0]], order[y[1]]].sort(function (p, q) { return q - p; });
+      return (y[2] - x[2]) || (a[0] - b[0]) || (a[1] - b[1]);
+    };
+  }
+  function joined(links, c, order) {
     var cannot = {}, any = false;
     pairsOf(c.cannot).forEach(function (p) {
       (cannot[p[0]] = cannot[p[0]] || {})[p[1]] = true;
@@ -60,7 +68,9 @@
     });
     var must = pairsOf(c.must).filter(function (p) { return !forbids(c, p[0], p[1]); });
     var ordered = must.map(function (p) { return [p[0], p[1], Infinity]; }).concat(
-      links.slice().sort(function (x, y) { return (y[2] - x[2]) || cmp(x[0], y[0]) || cmp(x[1], y[1]); }));
+      links.slice().sort(order ? byArrival(order) : function (x, y) {
+        return (y[2] - x[2]) || cmp(x[0], y[0]) || cmp(x[1], y[1]);
+      }));
     var group = new Map();
     function home(i) { if (!group.has(i)) group.set(i, [i]); return group.get(i); }
     ordered.forEach(function (k) {
@@ -186,9 +196,11 @@
     }
     return {
       name: name,
-      groups: function (links, weights) {
+      groups: function (links, weights, order) {
         var out = [];
         joined(links, constraintsOf()).forEach(function (members) {
+          // exact ties merge first what came first (SharedSupport.groups): the members in arrival order
+          if (order) members.sort(function (x, y) { return order[x] - order[y]; });
           out = out.concat(averageLinkage(members, links, minShare, refuse, weights));
         });
         return out;
@@ -317,9 +329,10 @@
   /* The clusters of links ([id_a, id_b, score]) under the rule spec ({name: "support" | "components",
      min_share, large, large_share, large_floor}) with the editors' must-links and cannot-links
      ({must: [[a, b]], cannot: [[a, b]]}) honoured, the exact copies (repOf: each copy's representative)
-     read as their representative, a "not the same story" parting a group by cut ("order" or "min-cut"):
-     sorted lists of ids, sorted by their first id. */
-  function clusters(spec, links, verdicts, repOf, cut) {
+     read as their representative, a "not the same story" parting a group by cut ("order" or "min-cut"),
+     exact ties settled by the order (each id's rank under the order rule: earliest first; by id without
+     it): sorted lists of ids, sorted by their first id. */
+  function clusters(spec, links, verdicts, repOf, cut, order) {
     var rule = ruleOf(spec);
     var c = constraintsOf(verdicts && verdicts.must, verdicts && verdicts.cannot), weights = null;
     var copies = repOf && Object.keys(repOf).length ? repOf : null;
@@ -330,15 +343,15 @@
     }
     var allowed = unique(links).filter(function (k) { return !forbids(c, k[0], k[1]); });
     var inside = {};
-    rule.groups(allowed, weights).forEach(function (g, n) { g.forEach(function (m) { inside[m] = n; }); });
+    rule.groups(allowed, weights, order).forEach(function (g, n) { g.forEach(function (m) { inside[m] = n; }); });
     var held = allowed.filter(function (k) { return inside[k[0]] !== undefined && inside[k[0]] === inside[k[1]]; });
     var out;
     var cannot = pairsOf(c.cannot);
     if (cut === "min-cut" && cannot.length) {
-      var together = joined(held, constraintsOf(pairsOf(c.must), []));
+      var together = joined(held, constraintsOf(pairsOf(c.must), []), order);
       out = minCutApart(together, held, cannot, pairsOf(c.must));
     } else {
-      out = joined(held, c);
+      out = joined(held, c, order);
     }
     return copies ? expand(out, copies) : out;
   }
