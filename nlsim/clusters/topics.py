@@ -95,7 +95,10 @@ def assign_topics(
 ) -> TopicUpdate:
     """Stable ids for topic groups, named as clusters are (:func:`nlsim.clusters.assign.assign_groups`: a
     daily run's topics keep the ids of earlier runs, and items arriving in publication order get the ids a
-    batch run gives them), ``"t-" + key member``.
+    batch run gives them), ``"t-" + key member``. Only the items of ``groups`` are in a topic: a topic whose
+    other members expired is none once one unit is left (a story, or an item, alone is no topic group), and
+    its item loses the id, as a batch run over the kept items gives (a cluster keeps its id on a last kept
+    member; a topic of one item, listed as one, would hold that item without the rest of its story).
 
     Example:
         >>> from nlsim.clusters.order import order_key_of
@@ -104,7 +107,11 @@ def assign_topics(
         >>> day2 = assign_topics(day1.assignment, day1.anchors, keys, groups=[["a", "b", "c"]], new_ids=["c"])
         >>> day1.assignment, day2.assignment["c"]
         ({'a': 't-a', 'b': 't-a'}, 't-a')
+        >>> assign_topics({"b": "t-a"}, day1.anchors, keys, groups=[], new_ids=["c"])  # a expired
+        TopicUpdate(assignment={}, anchors={})
     """
+    groups = [list(map(str, g)) for g in groups]
+    grouped = {m for g in groups if len(g) > 1 for m in g}
     as_cluster = {i: CLUSTER_PREFIX + t[len(TOPIC_PREFIX) :] for i, t in previous.items()}
     cluster_anchors = {CLUSTER_PREFIX + t[len(TOPIC_PREFIX) :]: k for t, k in anchors.items()}
     upd = assign_groups(
@@ -114,6 +121,6 @@ def assign_topics(
     def topic(cid: str) -> str:
         return TOPIC_PREFIX + cid[len(CLUSTER_PREFIX) :]
 
-    return TopicUpdate(
-        {i: topic(c) for i, c in upd.assignment.items()}, {topic(c): k for c, k in upd.anchors.items()}
-    )
+    assignment = {i: topic(c) for i, c in upd.assignment.items() if i in grouped}
+    held = set(assignment.values())
+    return TopicUpdate(assignment, {t: k for c, k in upd.anchors.items() if (t := topic(c)) in held})

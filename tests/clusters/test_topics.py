@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from nlsim.clusters.order import order_key_of
 from nlsim.clusters.rules import ConnectedComponents, Link, SharedSupport
-from nlsim.clusters.topics import topic_constraints, topic_groups
+from nlsim.clusters.topics import assign_topics, topic_constraints, topic_groups
 
 
 def _clique(names: list[str], score: float) -> list[Link]:
@@ -56,3 +57,13 @@ def test_a_story_member_without_a_link_at_the_topic_level_stays_in_its_storys_to
     the topic gathering e1's story with y holds e2 too."""
     for rule in (ConnectedComponents(), SharedSupport(min_share=0.2)):
         assert topic_groups([["e1", "e2"]], [Link("e1", "y", 0.8)], rule) == [["e1", "e2", "y"]], rule
+
+
+def test_a_topic_left_with_one_item_after_the_others_expired_is_no_topic() -> None:
+    """x and p1 were one topic; x expired, and p1b, a copy of p1, made a story with it: the story alone is
+    no topic group, and p1 keeps no topic id that its story's other member lacks."""
+    keys = {i: order_key_of(f"2024-01-0{n}", i) for n, i in enumerate(["x", "p1", "p1b"], start=1)}
+    day2 = assign_topics({}, {}, keys, groups=[["x", "p1"]], new_ids=["x", "p1"])
+    assert day2.assignment == {"x": "t-x", "p1": "t-x"}
+    day3 = assign_topics({"p1": "t-x"}, day2.anchors, keys, groups=[], new_ids=["p1b"])
+    assert (day3.assignment, day3.anchors) == ({}, {})

@@ -392,3 +392,39 @@ def test_a_topic_holds_every_member_of_its_stories_after_an_editors_verdict(tmp_
     listed = pd.read_csv(out / "members.csv", dtype=str)
     for item, topic in zip(listed["item_id"], listed["topic_id"], strict=True):
         assert pd.isna(topic) or item in members[topic], (item, topic, members)
+
+
+@pytest.mark.slow
+def test_a_topic_whose_other_member_expired_is_listed_no_more(tmp_path: Path) -> None:
+    """x and p1 make a topic on day 2; on day 3 x has expired and p1b, a copy of p1, makes a story with it.
+    The story alone is no topic: the day's report lists no topic of one item, and the story has no topic
+    (as a batch run over the kept items gives)."""
+    hours = {"x": 20, "p1": 26, "p1b": 58}
+    titles = {"x": "exam 2010 sitting venues announced", "p1": "exam 2010 sitting answers published"}
+    titles["p1b"] = titles["p1"]
+    state, out = tmp_path / "state", tmp_path / "daily"
+    for day, ids, as_of in ((1, ["x"], 21), (2, ["p1"], 30), (3, ["p1b"], 59)):
+        path = tmp_path / f"day{day}.parquet"
+        pd.DataFrame(
+            {
+                "id": ids,
+                "title": [titles[i] for i in ids],
+                "published_at": [DAY0 + pd.Timedelta(hours=hours[i]) for i in ids],
+            }
+        ).to_parquet(path, index=False)
+        run_daily(
+            _config(path, out),
+            state,
+            retention_days=1.5,
+            as_of=DAY0 + pd.Timedelta(hours=as_of),
+            encoder=HashEncoder(),
+        )
+        if day == 2:
+            assert pd.read_parquet(out / "latest" / "topics.parquet")["member_ids"].map(list).tolist() == [
+                ["x", "p1"]
+            ]
+    assert pd.read_parquet(out / "latest" / "topics.parquet").empty
+    clusters = pd.read_parquet(out / "latest" / "clusters.parquet")
+    assert clusters["member_ids"].map(list).tolist() == [["p1", "p1b"]]
+    assert clusters["topic_id"].isna().all()
+    assert open_state(state).items["topic_id"].isna().all()
