@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -256,7 +257,9 @@ def cluster_row(spec: report_columns.Table, cluster: ClusterParts, values: _Item
 def topic_table(items: pd.DataFrame, topics: Mapping[str, str], clusters: Mapping[str, str]) -> pd.DataFrame:
     """One row per topic group (``topics``: each member's topic id; ``clusters``: each clustered item's
     story cluster), its items earliest first, the earliest its representative, largest first (the columns
-    of :data:`nlsim.io.columns.TOPICS`).
+    of :data:`nlsim.io.columns.TOPICS`). A cluster of one item (a daily state keeps the id on the last
+    kept member of a cluster whose others expired) is no story: its item is one of the topic's single
+    items, as in a batch run over the same items.
 
     Example:
         >>> frame = pd.DataFrame({"id": ["x", "y", "z"], "title": list("XYZ"),
@@ -264,6 +267,9 @@ def topic_table(items: pd.DataFrame, topics: Mapping[str, str], clusters: Mappin
         >>> t = topic_table(frame, {"x": "t-y", "y": "t-y", "z": "t-y"}, {"x": "c-y", "y": "c-y"})
         >>> t[["topic_id", "size", "stories", "representative"]].values.tolist(), t["member_ids"][0]
         ([['t-y', 3, 2, 'y']], ['y', 'x', 'z'])
+        >>> lone = topic_table(frame, {"x": "t-y", "y": "t-y"}, {"x": "c-w"})  # c-w kept only x
+        >>> lone[["stories", "cluster_ids"]].values.tolist()
+        [[2, []]]
     """
     spec = report_columns.table("topics")
     ids = items["id"].astype(str).to_numpy()
@@ -275,15 +281,18 @@ def topic_table(items: pd.DataFrame, topics: Mapping[str, str], clusters: Mappin
         topic = topics.get(ids[r])
         if topic is not None:
             members.setdefault(topic, []).append(int(r))
+    held = set(ids.tolist())
+    sizes = Counter(c for i, c in clusters.items() if i in held)
+    story_of = {i: c for i, c in clusters.items() if sizes[c] > 1}
     rows = []
     for topic, rows_of in members.items():
-        story_ids = sorted({clusters[ids[r]] for r in rows_of if ids[r] in clusters})
+        story_ids = sorted({story_of[ids[r]] for r in rows_of if ids[r] in story_of})
         t = times.iloc[rows_of]
         rows.append(
             {
                 "topic_id": topic,
                 "size": len(rows_of),
-                "stories": len(story_ids) + sum(1 for r in rows_of if ids[r] not in clusters),
+                "stories": len(story_ids) + sum(1 for r in rows_of if ids[r] not in story_of),
                 "cluster_ids": story_ids,
                 "member_ids": [ids[r] for r in rows_of],
                 "representative": ids[rows_of[0]],

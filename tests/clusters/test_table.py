@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from nlsim.clusters.order import order_rank
-from nlsim.clusters.table import batch_clusters
+from nlsim.clusters.table import batch_clusters, topic_table
 from nlsim.errors import ConfigError
 
 
@@ -97,3 +97,24 @@ def test_batch_clusters_follow_the_rule_given():
     f = frame(list("abcdef"), [f"2024-01-0{i}" for i in range(1, 7)])
     assert batch_clusters(f, chain)[1]["size"].tolist() == [6]
     assert max(batch_clusters(f, chain, rule=SharedSupport())[1]["size"]) <= 3
+
+
+def test_a_topics_item_whose_cluster_kept_only_it_is_a_single_item_not_a_story() -> None:
+    """A daily state keeps c-p0 on p1 after p0 expired: the topic of p1 and y has no story, two single
+    items (a batch run over p1 and y gives the same), never a cluster the report does not list."""
+    frame = pd.DataFrame(
+        {
+            "id": ["p1", "y", "a1", "a2"],
+            "title": ["P", "Y", "A", "A"],
+            "published_at": pd.to_datetime(
+                ["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"], utc=True
+            ),
+        }
+    )
+    topics = {"p1": "t-p1", "y": "t-p1", "a1": "t-a1", "a2": "t-a1"}
+    table = topic_table(frame, topics, {"p1": "c-p0", "a1": "c-a1", "a2": "c-a1"})
+    got = {
+        t: (s, list(c))
+        for t, s, c in zip(*table[["topic_id", "stories", "cluster_ids"]].T.values, strict=True)
+    }
+    assert got == {"t-p1": (2, []), "t-a1": (1, ["c-a1"])}
