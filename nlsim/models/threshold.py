@@ -158,6 +158,11 @@ def resolve_topic_threshold(
                     f"({TOPIC_CALIBRATION_JSON}, which nlsim finetune writes; a model trained before it has "
                     "none); give --topic-threshold (a cosine) to have them"
                 )
+            else:
+                say(
+                    "no topic groups: the model has no topic calibration (a registry model, a threshold "
+                    "given with --threshold); give --topic-threshold (a cosine) to have them"
+                )
             return None
         _check_fingerprint(cal, encoder, f"the topic calibration {where}")
         found = Threshold(

@@ -428,3 +428,24 @@ def test_a_topic_whose_other_member_expired_is_listed_no_more(tmp_path: Path) ->
     assert clusters["member_ids"].map(list).tolist() == [["p1", "p1b"]]
     assert clusters["topic_id"].isna().all()
     assert open_state(state).items["topic_id"].isna().all()
+
+
+def test_a_report_without_a_topic_threshold_says_it_has_no_topic_groups(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A model without a folder of its own (a registry model, the threshold given with ``--threshold``) has
+    no topic calibration: the report had no topic groups and said nothing of them, where a fine-tuned model
+    without one says why and what to give. It says so too; with ``--topic-threshold``, or with
+    ``--no-topics`` asked, it does not."""
+    import logging
+
+    _corpus().to_parquet(tmp_path / "news.parquet", index=False)
+    for out, kw in (("bare", {"topic_threshold": None}), ("given", {}), ("off", {"topics": False})):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="nlsim"):
+            run_dedup(_config(tmp_path / "news.parquet", tmp_path / out, **kw), encoder=HashEncoder())
+        said = "no topic groups: the model has no topic calibration" in caplog.text
+        assert said == (out == "bare"), (out, caplog.text)
+        if said:
+            assert "--topic-threshold" in caplog.text
+            assert pd.read_parquet(tmp_path / out / "topics.parquet").empty
