@@ -68,6 +68,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from nlsim.clusters.rules import ConnectedComponents, Link, SharedSupport  # noqa: E402
 from nlsim.evaluation.levels import SAME_STORY as STORY  # noqa: E402 - after the path is set
+from nlsim.io.atomic import atomic_write_parquet  # noqa: E402
 
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
 CORPUS = ROOT / "data" / "thucnews.parquet"
@@ -86,8 +87,8 @@ def scored_pairs(store: Path, floor: float, folder: Path) -> pd.DataFrame:
         cmd += ["--model", "current", "--model-store", str(store), "--threshold", str(floor), "--no-progress"]
         cmd += ["--no-series-veto", "--cluster-rule", "components", "--near-misses", "0"]
         run_nlsim(cmd, ROOT)
-        CACHE.mkdir(parents=True, exist_ok=True)
-        pd.read_parquet(folder / "pairs.parquet").to_parquet(cache)
+        # whole or not at all: a run stopped mid-write leaves no cut-off cache for the next to read
+        atomic_write_parquet(pd.read_parquet(folder / "pairs.parquet"), cache)
     return read_scores(cache)
 
 

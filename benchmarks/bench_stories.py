@@ -71,6 +71,7 @@ from nlsim.clusters.rules import (  # noqa: E402
 )
 from nlsim.clusters.topics import DEFAULT_TOPIC_SUPPORT, TOPIC_LEVEL, topic_groups  # noqa: E402
 from nlsim.evaluation.levels import SAME_STORY as STORY  # noqa: E402
+from nlsim.io.atomic import atomic_write_parquet  # noqa: E402
 
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
 CORPUS = ROOT / "data" / "thucnews.parquet"
@@ -158,8 +159,7 @@ def wide_scores(model: Model) -> pd.DataFrame:
             ]
             cmd += ["--no-series-veto", "--cluster-rule", "components", "--near-misses", "0", "--no-topics"]
             run_nlsim([*cmd, "--no-progress"], ROOT)
-            CACHE.mkdir(parents=True, exist_ok=True)
-            pd.read_parquet(f"{tmp}/r/pairs.parquet").to_parquet(cache)
+            atomic_write_parquet(pd.read_parquet(f"{tmp}/r/pairs.parquet"), cache)  # whole or not at all
     return read_scores(cache)
 
 

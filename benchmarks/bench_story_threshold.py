@@ -33,6 +33,7 @@ from bench_cluster_rule import read_scores
 from bench_stories import CACHE, CORPUS, ROOT, Model, judge, links_of, model_of
 
 from nlsim.clusters.rules import DEFAULT_LARGE, DEFAULT_LARGE_MARGIN, SharedSupport
+from nlsim.io.atomic import atomic_write_parquet
 
 
 def floor_scores(model: Model, floor: float) -> pd.DataFrame:
@@ -44,8 +45,7 @@ def floor_scores(model: Model, floor: float) -> pd.DataFrame:
             cmd += ["--model", "current", "--model-store", str(model.store), "--threshold", str(floor)]
             cmd += ["--no-series-veto", "--cluster-rule", "components", "--near-misses", "0", "--no-topics"]
             run_nlsim([*cmd, "--no-progress"], ROOT)
-            CACHE.mkdir(parents=True, exist_ok=True)
-            pd.read_parquet(f"{tmp}/r/pairs.parquet").to_parquet(cache)
+            atomic_write_parquet(pd.read_parquet(f"{tmp}/r/pairs.parquet"), cache)  # whole or not at all
     return read_scores(cache)
 
 
