@@ -85,6 +85,16 @@ def write_results(name: str, record: dict[str, Any], markdown: str) -> Path:
     return stem
 
 
+def save_figure(fig: Any, path: str | Path, **kwargs: Any) -> None:
+    """``fig.savefig(path, **kwargs)``, whole or not at all: drawn into a temporary file beside ``path`` (of
+    the same suffix: the format is read from it) and moved over ``path`` once written."""
+    sys.path.insert(0, str(HERE.parent))
+    from nlsim.io.atomic import atomic_path
+
+    with atomic_path(path, suffix=Path(path).suffix) as tmp:
+        fig.savefig(tmp, **kwargs)
+
+
 def machine() -> str:
     """One line naming the machine the figures come from: CPU model, the ISA flags that decide which
     precision pays off (avx512*, VNNI, bf16, AMX), cores, memory, load."""

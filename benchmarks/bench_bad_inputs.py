@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from _common import machine, positive  # noqa: E402
 
+from nlsim.io.atomic import atomic_write_text  # noqa: E402
 from tests.hostile.cases import MODEL, all_cases, build_templates, cpu_name, run_case, summarise  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -81,15 +82,16 @@ def main(argv: list[str] | None = None) -> int:
         print(md)
         if not args.only:
             RESULTS.mkdir(parents=True, exist_ok=True)
-            (RESULTS / "bad_inputs.json").write_text(
+            atomic_write_text(
+                RESULTS / "bad_inputs.json",
                 json.dumps(
                     {"summary": summary, "groups": groups, "meta": meta, "cases": rows},
                     indent=1,
                     ensure_ascii=False,
                 )
-                + "\n"
+                + "\n",
             )
-            (RESULTS / "bad_inputs.md").write_text(md)
+            atomic_write_text(RESULTS / "bad_inputs.md", md)
         return 0 if summary["cases that failed a check"] == 0 else 1
     finally:
         shutil.rmtree(work, ignore_errors=True)

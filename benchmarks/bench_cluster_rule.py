@@ -62,13 +62,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _common import RESULTS, check_files, check_model_stores, machine, numbers, run_nlsim
+from _common import RESULTS, check_files, check_model_stores, machine, numbers, run_nlsim, save_figure
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from nlsim.clusters.rules import ConnectedComponents, Link, SharedSupport  # noqa: E402
 from nlsim.evaluation.levels import SAME_STORY as STORY  # noqa: E402 - after the path is set
-from nlsim.io.atomic import atomic_write_parquet  # noqa: E402
+from nlsim.io.atomic import atomic_write_parquet, atomic_write_text  # noqa: E402
 
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
 CORPUS = ROOT / "data" / "thucnews.parquet"
@@ -415,7 +415,7 @@ def plot(table: pd.DataFrame, threshold: float | None, path: Path) -> None:
         ax.set_xlabel("rerank-score threshold")
     axes[0].legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
 
 
 def _row(r: dict) -> str:
@@ -678,10 +678,11 @@ def main(argv: list[str] | None = None) -> None:
     out = OUT.with_name(f"{OUT.name}_{args.tag}") if args.tag else OUT
     out.parent.mkdir(parents=True, exist_ok=True)
     payload = [{k: (v.to_dict("records") if k == "table" else v) for k, v in r.items()} for r in runs]
-    out.with_suffix(".json").write_text(
-        json.dumps({"machine": header, "floor": args.floor, "runs": payload}, indent=1, default=str)
+    atomic_write_text(
+        out.with_suffix(".json"),
+        json.dumps({"machine": header, "floor": args.floor, "runs": payload}, indent=1, default=str),
     )
-    out.with_suffix(".md").write_text(markdown(runs, header))
+    atomic_write_text(out.with_suffix(".md"), markdown(runs, header))
     plot(runs[0]["table"], runs[0]["threshold"], out.with_suffix(".png"))
     print(out.with_suffix(".md").read_text())
 
@@ -722,8 +723,10 @@ def test_once(
     ]
     lines += [f"| {r['name']} {_row(r)}" for r in rows]
     out = OUT.with_name(f"{OUT.name}_test_once" + (f"_{tag}" if tag else ""))
-    out.with_suffix(".json").write_text(json.dumps({"machine": header, "runs": rows}, indent=1, default=str))
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    atomic_write_text(
+        out.with_suffix(".json"), json.dumps({"machine": header, "runs": rows}, indent=1, default=str)
+    )
+    atomic_write_text(out.with_suffix(".md"), "\n".join(lines) + "\n")
     print(out.with_suffix(".md").read_text())
 
 

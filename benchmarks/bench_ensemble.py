@@ -38,11 +38,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _common import CACHE, RESULTS, check_model_stores, machine
+from _common import CACHE, RESULTS, check_model_stores, machine, save_figure
 from bench_cluster_rule import CORPUS, PAIRS, held, judged, rule_groups, with_vetoes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from nlsim.evaluation.levels import SAME_STORY  # noqa: E402 - after the path is set
+from nlsim.io.atomic import atomic_write_parquet, atomic_write_text  # noqa: E402
 
 RULES = ("support-0.4+veto", "components+veto")
 """The default rule (support 0.4 with the series veto) and connected components with the veto."""
@@ -123,8 +124,8 @@ def scores(
             frame[f"rr{n}"] = rr.pair_scores(cos, ce, ta, tb)
         print(f"{n} ({version}): {len(val)} validation and {len(cand)} candidate pairs scored", flush=True)
     cache.mkdir(parents=True, exist_ok=True)
-    val.to_parquet(cache / "validation.parquet")
-    cand.to_parquet(cache / "candidates.parquet")
+    atomic_write_parquet(val, cache / "validation.parquet")
+    atomic_write_parquet(cand, cache / "candidates.parquet")
     return val, cand
 
 
@@ -239,7 +240,7 @@ def plot(rows: list[dict], path: Path) -> None:
     ax.invert_yaxis()
     ax.set_xlabel("report's cluster-level F1 on validation (support 0.4 + veto), 95% interval")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 
@@ -279,8 +280,8 @@ def main(argv: list[str] | None = None) -> None:
     out = RESULTS / (f"ensemble_{args.tag}" if args.tag else "ensemble")
     text = markdown(rows, machine(), [f"{n}: {m[0]}" for n, m in zip(names, models, strict=True)])
     print(text)
-    out.with_suffix(".md").write_text(text + "\n", encoding="utf-8")
-    out.with_suffix(".json").write_text(json.dumps(rows, indent=1, default=float), encoding="utf-8")
+    atomic_write_text(out.with_suffix(".md"), text + "\n")
+    atomic_write_text(out.with_suffix(".json"), json.dumps(rows, indent=1, default=float))
     plot(rows, out.with_suffix(".png"))
 
 

@@ -142,6 +142,7 @@ def main() -> int:
         os.environ.update(AVX2_ONLY)
     from _common import RESULTS, machine
 
+    from nlsim.io.atomic import atomic_write_text
     from nlsim.io.pairs import load_pairs
     from nlsim.training.config import FinetuneConfig
     from nlsim.training.finetune import finetune
@@ -177,7 +178,7 @@ def main() -> int:
     result = {"machine": host, "load_average_at_end": round(load, 1), "args": vars(args), "loops": rows}
     RESULTS.mkdir(parents=True, exist_ok=True)
     name = results_name(args)
-    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+    atomic_write_text(RESULTS / f"{name}.json", json.dumps(result, indent=2))
     return 0
 
 

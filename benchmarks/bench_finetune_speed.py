@@ -54,6 +54,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from _common import needs_bench_extra, positive  # noqa: E402
 
+from nlsim.io.atomic import atomic_write_text  # noqa: E402
+
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
 OUT = ROOT / "benchmarks" / "results" / "finetune_speed"
 MODEL = "multilingual-e5-small"
@@ -508,10 +510,10 @@ def main(argv: list[str] | None = None) -> None:
     OUT.parent.mkdir(parents=True, exist_ok=True)
     tag = f"_{args.tag}" if args.tag else ""
     path = OUT.parent / f"{OUT.name}_{args.cmd}{tag}"
-    path.with_suffix(".json").write_text(
-        json.dumps({"cpu": cpu_name(), "settings": vars(args), **result}, indent=2), encoding="utf-8"
+    atomic_write_text(
+        path.with_suffix(".json"), json.dumps({"cpu": cpu_name(), "settings": vars(args), **result}, indent=2)
     )
-    path.with_suffix(".md").write_text(result["markdown"] + "\n", encoding="utf-8")
+    atomic_write_text(path.with_suffix(".md"), result["markdown"] + "\n")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from _common import machine, needs_bench_extra, positive  # noqa: E402
 
+from nlsim.io.atomic import atomic_write_text  # noqa: E402
+
 MODEL = "multilingual-e5-small"
 
 
@@ -239,7 +241,7 @@ def main(argv: list[str] | None = None) -> None:
     record = {"machine": host, **(embed(args) if args.cmd == "embed" else search(args))}
     print(json.dumps(record, ensure_ascii=False, indent=1))
     if args.out:
-        Path(args.out).write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        atomic_write_text(Path(args.out), json.dumps(record, ensure_ascii=False, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -37,12 +37,19 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _common import RESULTS, check_model_stores, machine, numbers
+from _common import (
+    RESULTS,
+    check_model_stores,
+    machine,
+    numbers,
+    save_figure,
+)
 from bench_stories import STORY, Model, folds, judge, links_of, model_of
 from bench_story_threshold import floor_scores
 
 from nlsim.clusters.rules import DEFAULT_LARGE, DEFAULT_LARGE_MARGIN, SharedSupport
 from nlsim.evaluation.calibration import calibrate_scores
+from nlsim.io.atomic import atomic_write_text  # noqa: E402
 
 REPORT = "report (rerank score)"
 
@@ -175,7 +182,7 @@ def plot(payload: dict[str, Any], path: Path) -> None:
     ax.set_title("Neighbourhood readings of the scores, each variant a point")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 
@@ -215,8 +222,8 @@ def main(argv: list[str] | None = None) -> int:
         runs.append({**run, "folds": folds(kept, model.validation, 0.8)})
     payload = {"machine": machine(), "floor": args.floor, "runs": runs}
     out = RESULTS / f"local_scaling{'_' + args.tag if args.tag else ''}"
-    out.with_suffix(".json").write_text(json.dumps(payload, indent=1, default=str))
-    out.with_suffix(".md").write_text(markdown(payload))
+    atomic_write_text(out.with_suffix(".json"), json.dumps(payload, indent=1, default=str))
+    atomic_write_text(out.with_suffix(".md"), markdown(payload))
     plot(payload, out.with_suffix(".png"))
     print(markdown(payload))
     return 0

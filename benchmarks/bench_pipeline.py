@@ -49,6 +49,7 @@ from pathlib import Path
 from _common import RESULTS, machine, print_table, sized_stem
 
 from nlsim.inference.cpu import cpu_info
+from nlsim.io.atomic import atomic_write_text  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
@@ -346,8 +347,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.cold_only:
         result = {"machine": host, "runs": runs, "cold": cold_figures, "work": str(work), "record": record}
         RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
-        (RESULTS / f"{name}.md").write_text(cold_markdown(host, runs, cold_figures, record), encoding="utf-8")
+        atomic_write_text(RESULTS / f"{name}.json", json.dumps(result, indent=2, default=str))
+        atomic_write_text(RESULTS / f"{name}.md", cold_markdown(host, runs, cold_figures, record))
         return 0
     warm = nlsim(chain, env, log)
     record = json.loads((work / "report" / "pipeline.json").read_text())
@@ -411,11 +412,11 @@ def main(argv: list[str] | None = None) -> int:
         "work": str(work),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
-    (RESULTS / f"{name}.md").write_text(
+    atomic_write_text(RESULTS / f"{name}.json", json.dumps(result, indent=2, default=str))
+    atomic_write_text(
+        RESULTS / f"{name}.md",
         f"# The chain (`python benchmarks/bench_pipeline.py`)\n\nMachine: {host}\n\n{table1}\n\n"
         f"Same story on the validation pairs, at the cluster level (`nlsim judge`):\n\n{table2}\n",
-        encoding="utf-8",
     )
     return 0
 

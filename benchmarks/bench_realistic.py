@@ -92,7 +92,10 @@ from _common import (  # noqa: E402
     print_table,
     replicate,
     run_child,
+    save_figure,
 )
+
+from nlsim.io.atomic import atomic_path, atomic_write_text  # noqa: E402
 
 THREADS = 2
 DIM = 384
@@ -158,8 +161,6 @@ def _read_results() -> dict[str, Any]:
 def _write_results(data: dict[str, Any]) -> None:
     """The record of every run so far, and its page, each written whole or left as it was (the record holds
     hours of measurements: a run stopped while writing never cuts it short)."""
-    from nlsim.io.atomic import atomic_write_text
-
     OUT_JSON.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(OUT_JSON, json.dumps(data, indent=1, ensure_ascii=False))
     atomic_write_text(OUT_MD, render_md(data))
@@ -329,7 +330,7 @@ def cmd_make(args: argparse.Namespace) -> int:
     out.flush()
     del out
     os.replace(tmp, VECTORS)
-    VECTORS_META.write_text(json.dumps({"id": vid, "rows": args.n, **settings}, indent=1))
+    atomic_write_text(VECTORS_META, json.dumps({"id": vid, "rows": args.n, **settings}, indent=1))
     gen_s = time.perf_counter() - t
     print(f"wrote {args.n:,} vectors to {VECTORS} in {gen_s:.1f} s", file=sys.stderr, flush=True)
 
@@ -482,7 +483,7 @@ def _plot_nn(
         "e5 title vectors: real 10k vs synthetic (per-cluster Gaussians); red line: graph threshold 0.9"
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 
@@ -511,7 +512,8 @@ def exact_child(n: int, sample: int, k: int) -> dict[str, Any]:
     index = faiss.IndexFlatIP(DIM)
     index.add(x)
     sims, nn = index.search(x[rows], k + 1)
-    np.savez(path, rows=rows, sims=sims, nn=nn)
+    with atomic_path(path, suffix=".npz") as tmp:  # whole or not at all: a cut-off cache is never read back
+        np.savez(tmp, rows=rows, sims=sims, nn=nn)
     return {"computed": str(path), "seconds": round(time.perf_counter() - t, 1), "peak_rss_mb": peak_rss_mb()}
 
 
@@ -1003,7 +1005,7 @@ def _plot_curve(curves: dict[str, dict[str, Any]], path: Path) -> None:
         "near-duplicate graph on realistic synthetic e5 vectors: cost against N (dotted: extrapolated)"
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 

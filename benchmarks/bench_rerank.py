@@ -55,6 +55,8 @@ from _common import (  # noqa: E402
     sized_stem,
 )
 
+from nlsim.io.atomic import atomic_write_text  # noqa: E402
+
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
 PATHS = "torch-fp32,onnx-fp32,onnx-int8,torch-bf16,torch-int8"
 
@@ -145,7 +147,9 @@ def relevel(model: str, level: float, threads: int) -> str:
     )
     reranker.calibration = cal.as_dict()
     (out / RERANKER_DIR / RERANKER_JSON).write_text(json.dumps(reranker.meta(), indent=2) + "\n")
-    marker.write_text(json.dumps({"from": str(Path(model).resolve()), "level": level, "cal": cal.as_dict()}))
+    atomic_write_text(
+        marker, json.dumps({"from": str(Path(model).resolve()), "level": level, "cal": cal.as_dict()})
+    )
     print(f"{out}: reranker recalibrated at level {level}: {cal.describe()}", flush=True)
     return str(out)
 
@@ -334,8 +338,6 @@ def main(argv: list[str] | None = None) -> None:
         )
         print(line)
         md += line
-    from nlsim.io.atomic import atomic_write_text
-
     stem = stem_of(ap, ns)
     RESULTS.mkdir(exist_ok=True)
     atomic_write_text(RESULTS / f"{stem}.json", json.dumps(result, indent=2, default=str) + "\n")

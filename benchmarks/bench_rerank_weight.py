@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 from _common import RESULTS, check_model_stores, machine
 
+from nlsim.io.atomic import atomic_write_text  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
@@ -99,8 +101,10 @@ def main(argv: list[str] | None = None) -> None:
             f"{r['cv_threshold']} | {floor} |"
         )
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.with_suffix(".json").write_text(json.dumps({"machine": header, "model": version.name, "rows": rows}))
-    OUT.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    atomic_write_text(
+        OUT.with_suffix(".json"), json.dumps({"machine": header, "model": version.name, "rows": rows})
+    )
+    atomic_write_text(OUT.with_suffix(".md"), "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

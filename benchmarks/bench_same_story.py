@@ -39,6 +39,11 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import save_figure  # noqa: E402
+
+from nlsim.io.atomic import atomic_write_parquet, atomic_write_text  # noqa: E402
+
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
 CACHE = ROOT / "benchmarks" / "results" / "cache" / "same_story"
 OUT = ROOT / "benchmarks" / "results" / "same_story"
@@ -247,9 +252,9 @@ def save_scores(held: pd.DataFrame, res: dict, path: Path) -> None:
     out = held[["pair_id", "score", "stratum", "split"]].assign(ce=res["scores"])
     if "orig_scores" in res:
         out["ce_orig"] = res["orig_scores"]
-    out.to_parquet(path, index=False)
+    atomic_write_parquet(out, path)
     meta = {"history": res["history"], "seconds": res["seconds"], "cpu": cpu_name(), "device": device_name()}
-    path.with_suffix(".json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
+    atomic_write_text(path.with_suffix(".json"), json.dumps(meta, indent=2))
 
 
 def run(args: argparse.Namespace) -> None:
@@ -258,7 +263,7 @@ def run(args: argparse.Namespace) -> None:
     folder = CACHE / args.name
     folder.mkdir(parents=True, exist_ok=True)
     recipe = {k: v for k, v in vars(args).items() if not callable(v)}
-    (folder / "recipe.json").write_text(json.dumps(recipe, indent=2, default=str), encoding="utf-8")
+    atomic_write_text(folder / "recipe.json", json.dumps(recipe, indent=2, default=str))
     if args.mode in ("cv", "both"):
         for k in args.folds or range(FOLDS):
             path = folder / f"fold{k}.parquet"
@@ -408,7 +413,7 @@ def plot(rows: list[dict], path: Path) -> None:
     ax.set_xlabel("cross-validated same-story F1 (best threshold, 95% bootstrap interval)")
     ax.legend(loc="upper right")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 
@@ -417,8 +422,6 @@ def write_results(name: str, text: str, rows: list[dict], draw: Callable[[list[d
     print(text)
     path = OUT.with_name(name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    from nlsim.io.atomic import atomic_write_text
-
     atomic_write_text(path.with_suffix(".md"), text + "\n")
     atomic_write_text(path.with_suffix(".json"), json.dumps(rows, indent=2))
     draw(rows, path.with_suffix(".png"))
@@ -525,7 +528,7 @@ def plot_curve(rows: list[dict], path: Path) -> None:
     ax.set_title("Same story: what more labels give")
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 
@@ -626,7 +629,7 @@ def plot_batches(rows: list[dict], path: Path) -> None:
     ax.set_title("Same story: what each batch of labels bought")
     ax.legend(loc="lower right", fontsize=7, ncol=2)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 

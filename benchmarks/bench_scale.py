@@ -34,7 +34,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import BASE_META, RESULTS, machine, peak_rss_mb, print_table  # noqa: E402
+from _common import (  # noqa: E402
+    BASE_META,
+    RESULTS,
+    machine,
+    peak_rss_mb,
+    print_table,
+    save_figure,
+)
+
+from nlsim.io.atomic import atomic_write_text  # noqa: E402
 
 E5_JSON = RESULTS / "embed_e5.json"
 STREAM_E5_JSON = RESULTS / "stream_e5.json"  # the streaming module's measurement (before it was removed)
@@ -84,7 +93,7 @@ def cmd_e5(args: argparse.Namespace) -> None:
     print(json.dumps(row, indent=1))
     for path in e5_paths(args.out, done):
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(row, indent=1))
+        atomic_write_text(path, json.dumps(row, indent=1))
         print(f"wrote {path}")
 
 
@@ -206,10 +215,10 @@ def cmd_plot(args: argparse.Namespace) -> None:
     fig.tight_layout()
     args.out.mkdir(parents=True, exist_ok=True)
     plot = args.out / PLOT.name
-    fig.savefig(plot, dpi=110)
+    save_figure(fig, plot, dpi=110)
     print(f"saved {plot}\n")
     table = print_table(rows, ["stage", "n", "seconds", "peak_rss_mb", "note"])
-    (args.out / "cost_curve.md").write_text(f"Measured on {measured_on}.\n\n{table}\n")
+    atomic_write_text(args.out / "cost_curve.md", f"Measured on {measured_on}.\n\n{table}\n")
 
 
 def main(argv: list[str] | None = None) -> int:

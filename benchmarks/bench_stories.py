@@ -71,7 +71,7 @@ from nlsim.clusters.rules import (  # noqa: E402
 )
 from nlsim.clusters.topics import DEFAULT_TOPIC_SUPPORT, TOPIC_LEVEL, topic_groups  # noqa: E402
 from nlsim.evaluation.levels import SAME_STORY as STORY  # noqa: E402
-from nlsim.io.atomic import atomic_write_parquet  # noqa: E402
+from nlsim.io.atomic import atomic_write_parquet, atomic_write_text  # noqa: E402
 
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
 CORPUS = ROOT / "data" / "thucnews.parquet"
@@ -469,8 +469,8 @@ def main(argv: list[str] | None = None) -> int:
         "topic_rule": args.summary_topic,
         "runs": runs,
     }
-    out.with_suffix(".json").write_text(json.dumps(payload, indent=1, default=str))
-    out.with_suffix(".md").write_text(markdown(payload))
+    atomic_write_text(out.with_suffix(".json"), json.dumps(payload, indent=1, default=str))
+    atomic_write_text(out.with_suffix(".md"), markdown(payload))
     print(markdown(payload))
     return 0
 

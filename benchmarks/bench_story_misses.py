@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _common import check_model_stores, machine
+from _common import check_model_stores, machine, save_figure
 from bench_same_story import best_f1, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -253,7 +253,7 @@ def plot(runs: list[dict], path: Path) -> None:
         ax.set_title(f"{r['version']}: validation pairs' rerank scores", fontsize=9)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 

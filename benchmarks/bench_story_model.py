@@ -36,6 +36,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_same_story import STORY, best_f1, cpu_name, folds, load, paired_gain, scores  # noqa: E402
 
+from nlsim.io.atomic import atomic_write_text  # noqa: E402
+
 CORPUS = ROOT / "data" / "thucnews.parquet"
 OUT = ROOT / "benchmarks" / "results" / "story_model.md"
 
@@ -120,7 +122,7 @@ def main(argv: list[str] | None = None) -> None:
                 )
             ]
     text = "\n".join(lines) + "\n"
-    OUT.write_text(text, encoding="utf-8")
+    atomic_write_text(OUT, text)
     print(text + f"written to {OUT}")
 
 

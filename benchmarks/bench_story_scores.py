@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _common import RESULTS, check_files, machine
+from _common import RESULTS, check_files, machine, save_figure
 from bench_same_story import write_results
 from sklearn.metrics import average_precision_score
 
@@ -141,7 +141,7 @@ def plot(rows: list[dict], path: Path) -> None:
     ax.set_xticks(sorted(set(sizes)))
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 

@@ -28,12 +28,22 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _common import RESULTS, check_model_stores, machine, numbers, run_nlsim
+from _common import (
+    RESULTS,
+    check_model_stores,
+    machine,
+    numbers,
+    run_nlsim,
+    save_figure,
+)
 from bench_cluster_rule import read_scores
 from bench_stories import CACHE, CORPUS, ROOT, Model, judge, links_of, model_of
 
 from nlsim.clusters.rules import DEFAULT_LARGE, DEFAULT_LARGE_MARGIN, SharedSupport
-from nlsim.io.atomic import atomic_write_parquet
+from nlsim.io.atomic import (
+    atomic_write_parquet,
+    atomic_write_text,  # noqa: E402
+)
 
 
 def floor_scores(model: Model, floor: float) -> pd.DataFrame:
@@ -124,7 +134,7 @@ def plot(payload: dict[str, Any], path: Path) -> None:
     ax.set_title("The story F1 against the story threshold")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 
@@ -164,8 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{model.version}: F1 {[r['f1'] for r in rows]}", flush=True)
     payload = {"machine": machine(), "floor": args.floor, "runs": runs}
     out = RESULTS / f"story_threshold{'_' + args.tag if args.tag else ''}"
-    out.with_suffix(".json").write_text(json.dumps(payload, indent=1, default=str))
-    out.with_suffix(".md").write_text(markdown(payload))
+    atomic_write_text(out.with_suffix(".json"), json.dumps(payload, indent=1, default=str))
+    atomic_write_text(out.with_suffix(".md"), markdown(payload))
     plot(payload, out.with_suffix(".png"))
     print(markdown(payload))
     return 0

@@ -30,6 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _common import BASE_META, BASE_VECTORS, machine, peak_rss_mb, replicate  # noqa: E402
 
+from nlsim.io.atomic import atomic_save_npy, atomic_write_text  # noqa: E402
+
 
 def output_paths(items: int, corpus_items: int) -> tuple[Path, Path]:
     """Where the vectors and their record go: the base files for the whole corpus, else files tagged with
@@ -106,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     emb = enc.encode(texts, batch_size=args.batch_size, progress=True)
     secs = time.perf_counter() - t
     vectors_path.parent.mkdir(parents=True, exist_ok=True)
-    np.save(vectors_path, emb)
+    atomic_save_npy(vectors_path, emb)
     meta = {
         "model": enc.model_id,
         "fingerprint": enc.fingerprint,
@@ -124,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "replication": choose_noise(emb),
     }
-    meta_path.write_text(json.dumps(meta, indent=2, ensure_ascii=False))
+    atomic_write_text(meta_path, json.dumps(meta, indent=2, ensure_ascii=False))
     print(json.dumps(meta, indent=2, ensure_ascii=False))
     print(f"wrote {vectors_path} and {meta_path}")
     return 0

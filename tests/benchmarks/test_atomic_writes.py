@@ -88,3 +88,69 @@ def test_a_run_stopped_while_caching_the_scored_pairs_leaves_no_cut_off_cache(
     pairs = score()  # the next run scores afresh, and caches what it scored
     assert list(pairs["score"]) == [0.91, 0.87]
     assert list(pairs["id_a"]) == ["1", "3"]
+
+
+WRITES = {"write_text", "write_bytes", "savefig", "to_parquet", "to_csv", "save", "savez"}
+"""Calls that write a file in place: ``Path.write_text``, a figure's or frame's save, ``np.save``..."""
+
+SCRATCH = {
+    ("bench_daily.py", "corpus"): "a day's new items, in the run's own temporary folder",
+    ("bench_embedding.py", "tok_config"): "a model folder's copy, made again when its ONNX file is missing",
+    ("bench_embedding.py", "Path(args.emb_dir) / f'{args.child}-{name}.npy'"): "a child's vectors, in a temp",
+    ("bench_newsday.py", "corpus"): "a made news day, in the run's folder",
+    ("bench_pipeline.py", "log"): "the run's log, appended to as it goes",
+    ("bench_pipeline.py", "pairs"): "the annotated pairs cut down, in the run's folder",
+    ("bench_rerank.py", "out / RERANKER_DIR / RERANKER_JSON"): "a model copy, remade without its marker",
+    ("bench_startup.py", "Path(args.out)"): "the vectors of the timed run (the write is timed as nlsim's)",
+    ("st_encode.py", "args.out"): "a child's vectors for the parent run (the peer venv has no nlsim)",
+}
+"""Files written in place on purpose: in a folder the run made for itself, or read back by no one."""
+
+
+def _in_place_writes(path: Path) -> list[tuple[str, str]]:
+    """``(file, target)`` of each call in ``path`` that writes a file in place, outside a
+    ``with atomic_path(...) as tmp`` block's temporary file."""
+    import ast
+
+    source = path.read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    temporary = {
+        item.optional_vars.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.With)
+        for item in node.items
+        if isinstance(item.optional_vars, ast.Name) and "atomic_path" in ast.unparse(item.context_expr)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == "open" and len(node.args) > 1:
+            mode = node.args[1]
+            if isinstance(mode, ast.Constant) and set(str(mode.value)) & set("wax"):
+                found.append(ast.unparse(node.args[0]))
+            continue
+        if not isinstance(func, ast.Attribute) or func.attr not in WRITES:
+            continue
+        receiver = ast.unparse(func.value)
+        if func.attr in ("save", "savez") and receiver != "np":
+            continue
+        if func.attr in ("write_text", "write_bytes"):
+            found.append(receiver)
+        elif node.args:
+            found.append(ast.unparse(node.args[0]))
+    return [(path.name, target) for target in found if target not in temporary]
+
+
+def test_every_file_a_benchmark_writes_is_written_whole_or_not_at_all() -> None:
+    """The figures (``.json``, ``.md``, ``.png``), the cached scores and the vectors the others read were
+    written in place by most benchmarks: a run stopped mid-write left a cut-off file in place of the
+    committed figures, or a cache that later runs read and failed on."""
+    found = [
+        f"{name}: {target}"
+        for script in sorted(BENCH.glob("*.py"))
+        for name, target in _in_place_writes(script)
+        if (name, target) not in SCRATCH
+    ]
+    assert not found
