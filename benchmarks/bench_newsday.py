@@ -12,6 +12,10 @@ included) and the size of the report's files. The embedding cache of ``NLSIM_HOM
 of a size spends its time after the search.
 
     python benchmarks/bench_newsday.py --sizes 20000 50000 [--keep DIR]
+    python benchmarks/bench_newsday.py --sizes 2000                # a quick check of the script
+
+Writes ``benchmarks/results/newsday.json`` and ``.md`` (with the CPU's model name); a run at other sizes than
+the default writes ``newsday-sizes<sizes>.json`` and ``.md`` beside them.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from _common import RESULTS, machine, print_table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "paraphrase-MiniLM-L3-v2"
+SIZES = [20000, 50000]
+"""The news days of the committed figures (``results/newsday.json``): headlines a day."""
 FILES = ("index.html", "stories.json", "report.xlsx", "pairs.csv", "members.csv", "pairs.parquet")
 
 
@@ -128,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
         "on a synthetic news day of each size, with the small test model."
     )
     ap.add_argument(
-        "--sizes", type=int, nargs="+", default=[20000, 50000], help="headlines a day (default: 20000 50000)"
+        "--sizes", type=int, nargs="+", default=SIZES, help="headlines a day (default: 20000 50000)"
     )
     ap.add_argument(
         "--keep",
@@ -136,6 +142,8 @@ def main(argv: list[str] | None = None) -> None:
         help="keep the corpora and reports in this folder (default: none, a temporary one)",
     )
     ns = ap.parse_args(argv)
+    # a run at other sizes (a quick check) writes beside the committed figures, never over them
+    stem = RESULTS / ("newsday" if ns.sizes == SIZES else f"newsday-sizes{'_'.join(map(str, ns.sizes))}")
     host = machine()  # the load average before the benchmark's own runs
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -152,7 +160,6 @@ def main(argv: list[str] | None = None) -> None:
     table = print_table(rows, cols)
     from nlsim.io.atomic import atomic_write_text
 
-    stem = RESULTS / "newsday"
     atomic_write_text(stem.with_suffix(".json"), json.dumps({"machine": host, "rows": rows}, indent=2) + "\n")
     atomic_write_text(stem.with_suffix(".md"), f"machine: {host}\n\n{table}\n")
     print(f"wrote {stem}.json and .md")

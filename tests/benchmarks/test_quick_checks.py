@@ -332,3 +332,26 @@ def test_the_search_record_and_its_page_survive_a_failed_write(tmp_path: Path) -
     assert out.with_suffix(".md").read_text() == "| the table of every day |\n"
     bench_search.write_results(out, meta, [], "| t |")
     assert json.loads(out.read_text())["meta"]["k"] == 10 and "EPYC" in out.with_suffix(".md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("argv", "stem"),
+    [
+        ([], "newsday"),
+        (["--sizes", "300"], "newsday-sizes300"),
+        (["--sizes", "300", "600"], "newsday-sizes300_600"),
+    ],
+)
+def test_a_quick_news_day_writes_beside_the_committed_figures(
+    argv: list[str], stem: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bench_newsday.py --sizes 300`` (a quick check of the script) replaced the committed ``newsday.json``
+    and ``.md`` (20,000 and 50,000 headlines) with its own figures."""
+    import bench_newsday
+    import pandas as pd
+
+    monkeypatch.setattr(bench_newsday, "RESULTS", tmp_path)
+    monkeypatch.setattr(bench_newsday, "news_day", lambda n: pd.DataFrame({"id": [str(n)], "title": ["x"]}))
+    monkeypatch.setattr(bench_newsday, "run_day", lambda corpus, out: {"wall_s": 1.0})
+    bench_newsday.main(argv)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{stem}.json", f"{stem}.md"]
