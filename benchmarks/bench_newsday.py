@@ -34,7 +34,7 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, machine, print_table  # noqa: E402
+from _common import RESULTS, machine, positive, print_table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "paraphrase-MiniLM-L3-v2"
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
         "on a synthetic news day of each size, with the small test model."
     )
     ap.add_argument(
-        "--sizes", type=int, nargs="+", default=SIZES, help="headlines a day (default: 20000 50000)"
+        "--sizes", type=positive(), nargs="+", default=SIZES, help="headlines a day (default: 20000 50000)"
     )
     ap.add_argument(
         "--keep",

@@ -355,3 +355,20 @@ def test_a_quick_news_day_writes_beside_the_committed_figures(
     monkeypatch.setattr(bench_newsday, "run_day", lambda corpus, out: {"wall_s": 1.0})
     bench_newsday.main(argv)
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"{stem}.json", f"{stem}.md"]
+
+
+@pytest.mark.parametrize("size", ["0", "-5", "x"])
+def test_a_news_day_of_no_headlines_is_refused_in_one_line(
+    size: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``bench_newsday.py --sizes 300 0`` ran the model over the 300-headline day first, then
+    ended with nlsim's "the corpus has no rows"; ``--sizes -5`` made and ran a day of 195 headlines."""
+    import bench_newsday
+
+    monkeypatch.setattr(bench_newsday, "RESULTS", tmp_path)
+    monkeypatch.setattr(bench_newsday, "run_day", lambda corpus, out: pytest.fail("a day was run"))
+    with pytest.raises(SystemExit) as exc:
+        bench_newsday.main(["--sizes", "300", size])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "--sizes" in err and "Traceback" not in err
+    assert not list(tmp_path.iterdir())
