@@ -10,7 +10,9 @@ that a real run would not cache.
 
     python benchmarks/bench_startup.py [--model multilingual-e5-small] [--precision auto] [--repeats 3]
 
-Writes ``benchmarks/results/startup.{json,md}``.
+Writes ``benchmarks/results/startup.{json,md}`` (with the CPU's model name); a run with other settings than
+the defaults (another ``--model``, fewer ``--repeats``) writes ``startup-<what differs>.{json,md}`` beside
+them.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
-from _common import check_files, positive  # noqa: E402
+from _common import check_files, positive, sized_stem  # noqa: E402
 
 
 def child(args: argparse.Namespace) -> None:
@@ -151,12 +153,14 @@ def main(argv: list[str] | None = None) -> None:
     }
     from nlsim.io.atomic import atomic_write_text
 
-    atomic_write_text(RESULTS / "startup.json", json.dumps(payload, indent=2) + "\n")
+    # a run at other settings (a quick check) writes beside the committed figures, never over them
+    stem = sized_stem("startup", ap, args, ["model", "corpus", "convert", "precision", "threads", "repeats"])
+    atomic_write_text(RESULTS / f"{stem}.json", json.dumps(payload, indent=2) + "\n")
     md = (
         f"# Start-up of `nlsim embed` ({args.model}, {runs[0]['path']})\n\n`{cmd_line.strip()}`\n\n{where}; "
         f"median of {args.repeats} fresh processes after one warm-up; {payload['date']}.\n\n{table}\n"
     )
-    atomic_write_text(RESULTS / "startup.md", md)
+    atomic_write_text(RESULTS / f"{stem}.md", md)
 
 
 if __name__ == "__main__":

@@ -372,3 +372,33 @@ def test_a_news_day_of_no_headlines_is_refused_in_one_line(
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "--sizes" in err and "Traceback" not in err
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("argv", "stem"),
+    [
+        ([], "startup"),
+        (
+            ["--model", "paraphrase-MiniLM-L3-v2", "--repeats", "1"],
+            "startup-modelparaphrase_MiniLM_L3_v2-repeats1",
+        ),
+        (["--precision", "fp32"], "startup-precisionfp32"),
+    ],
+)
+def test_a_quick_startup_run_writes_beside_the_committed_figures(
+    argv: list[str], stem: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bench_startup.py --model paraphrase-MiniLM-L3-v2 --repeats 1`` (the small model, once) replaced the
+    committed ``startup.json`` and ``.md`` (multilingual-e5-small, median of 3) with its own figures."""
+    import subprocess
+    from types import SimpleNamespace
+
+    import bench_startup
+
+    timed = json.dumps({"marks": [["first batch", 0.1]], "path": "onnx-fp32"})
+    run = SimpleNamespace(returncode=0, stdout=timed + "\n", stderr="")
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: run)  # the timed processes, not run
+    monkeypatch.setattr(_common, "RESULTS", tmp_path)
+    monkeypatch.chdir(BENCH.parent)
+    bench_startup.main(argv)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{stem}.json", f"{stem}.md"]
