@@ -11,6 +11,9 @@ read back and compared cell by cell. XlsxWriter is optional (``pip install xlsxw
 openpyxl alone.
 
     python benchmarks/bench_xlsx.py --sizes 20000 50000
+
+Writes ``benchmarks/results/xlsx.md`` (with the CPU's model name); a run at other ``--sizes`` or ``--repeat``
+writes ``xlsx-<what differs>.md`` beside it.
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS, machine, print_table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+SIZES = [20000, 50000]
+"""The reports of the committed figures (``results/xlsx.md``): items each."""
+REPEAT = 2
 sys.path.insert(0, str(ROOT))
 
 
@@ -180,9 +186,11 @@ def main(argv: list[str] | None = None) -> None:
         "size, and check that both write the same cells."
     )
     ap.add_argument(
-        "--sizes", type=int, nargs="+", default=[20000, 50000], help="items a report (default: 20000 50000)"
+        "--sizes", type=int, nargs="+", default=SIZES, help="items a report (default: 20000 50000)"
     )
-    ap.add_argument("--repeat", type=int, default=2, help="runs of each writer, the best kept (default: 2)")
+    ap.add_argument(
+        "--repeat", type=int, default=REPEAT, help="runs of each writer, the best kept (default: 2)"
+    )
     ap.add_argument("--no-save", action="store_true", help="do not write results/xlsx.md (default: write it)")
     ns = ap.parse_args(argv)
     if min(ns.sizes) < 100 or ns.repeat < 1:
@@ -220,7 +228,10 @@ def main(argv: list[str] | None = None) -> None:
     if not ns.no_save:
         from nlsim.io.atomic import atomic_write_text
 
-        stem = RESULTS / "xlsx"
+        # a run at other sizes or repeats (a quick check) writes beside the committed figures, never over them
+        changed = [f"sizes{'_'.join(map(str, ns.sizes))}"] if ns.sizes != SIZES else []
+        changed += [f"repeat{ns.repeat}"] if ns.repeat != REPEAT else []
+        stem = RESULTS / "-".join(["xlsx", *changed])
         atomic_write_text(stem.with_suffix(".md"), f"machine: {host}\n\n{table}\n")
         print(f"wrote {stem}.md")
 

@@ -402,3 +402,26 @@ def test_a_quick_startup_run_writes_beside_the_committed_figures(
     monkeypatch.chdir(BENCH.parent)
     bench_startup.main(argv)
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"{stem}.json", f"{stem}.md"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "stem"),
+    [([], "xlsx"), (["--sizes", "300"], "xlsx-sizes300"), (["--repeat", "1"], "xlsx-repeat1")],
+)
+def test_a_quick_spreadsheet_run_writes_beside_the_committed_figures(
+    argv: list[str], stem: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bench_xlsx.py --sizes 300`` replaced the committed ``xlsx.md`` (20,000 and 50,000 items, best of
+    2) with its own figures."""
+    import bench_xlsx
+    import pandas as pd
+
+    def write(tables: object, path: Path) -> None:
+        pd.DataFrame({"a": [1]}).to_excel(path)
+
+    monkeypatch.setattr(bench_xlsx, "RESULTS", tmp_path)
+    monkeypatch.setattr(bench_xlsx, "report_tables", lambda n: {"clusters": pd.DataFrame({"a": [n]})})
+    monkeypatch.setattr(bench_xlsx, "WRITERS", {"openpyxl": write})
+    monkeypatch.setattr(bench_xlsx, "read_back", lambda path: {})
+    bench_xlsx.main(argv)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{stem}.md"]
