@@ -198,17 +198,29 @@ def quality_check_files(kind: str, identity: str, folder: Path | None) -> list[P
 
 def _as_written(record: Any) -> bool:
     """Whether ``record`` has the shape nlsim writes: an object whose ``paths`` and ``reference`` (where
-    given) are objects, each path's entry one too (not a file edited by hand or another tool's).
+    given) are objects, each path's entry one too, with its own ``reference`` (where given) an object and
+    its first look (where given) one with whole counts (not a file edited by hand or another tool's).
 
     >>> _as_written({"paths": {"int8": {"spearman": 80.0}}}), _as_written([]), _as_written({"paths": [1]})
     (True, False, False)
+    >>> _as_written({"paths": {"x": {"reference": "fp32"}}}), _as_written({"paths": {"x": {FIRST_LOOK: 6}}})
+    (False, False)
     """
     if not isinstance(record, dict):
         return False
     paths, reference = record.get("paths") or {}, record.get("reference") or {}
     if not isinstance(paths, dict) or not isinstance(reference, dict):
         return False
-    return all(isinstance(entry, dict) for entry in paths.values())
+    return all(isinstance(entry, dict) and _entry_as_written(entry) for entry in paths.values())
+
+
+def _entry_as_written(entry: dict[str, Any]) -> bool:
+    """Whether a path's ``entry`` has the shape nlsim writes (:func:`_as_written`)."""
+    look = entry.get(FIRST_LOOK) or {}
+    counts = [look.get(k, 0) for k in ("read", "of")] if isinstance(look, dict) else [None]
+    return isinstance(entry.get("reference") or {}, dict) and all(
+        isinstance(n, int) and not isinstance(n, bool) for n in counts
+    )
 
 
 def load_quality_check(

@@ -132,3 +132,27 @@ def test_a_record_that_is_not_one_nlsim_writes_is_not_used(
     (folder / QUALITY_CHECK_JSON).write_text(written.read_text(encoding="utf-8"), encoding="utf-8")
     save_quality_check(record("abc"))  # a good record under the home, after the folder's bad one
     assert load_quality_check("encoder", "abc", folder) == (record("abc"), str(written))
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"reference": "fp32", "spearman": 80.0},
+        {"first_look": 64, "min_cosine": 0.9},
+        {"first_look": {"read": "a fifth", "of": 900}, "min_cosine": 0.9},
+    ],
+)
+def test_a_record_whose_path_entry_is_not_as_nlsim_writes_it_is_not_used(
+    entry: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A quality check record whose path entry holds a reference that is not an object, or a first look that
+    is not one with counts (a file edited by hand, another tool's), stopped every run that looked for a
+    lossy path with "AttributeError: 'str' object has no attribute 'get'" or "ValueError: invalid literal
+    for int()". It is not used, as a record whose paths are not an object is not: no lossy path."""
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
+    reference = {"spearman": 80.0, "f1": 0.5}
+    written = save_quality_check({**record("abc"), "reference": reference, "paths": {"onnx-int8": entry}})
+    assert load_quality_check("encoder", "abc") == (None, "")
+    good = {"spearman": 80.0, "f1": 0.5, "min_cosine": 0.99}
+    save_quality_check({**record("abc"), "reference": reference, "paths": {"onnx-int8": good}}, written)
+    assert load_quality_check("encoder", "abc")[1] == str(written)
