@@ -207,9 +207,11 @@ def _keep(
 ) -> None:
     """:func:`save_probe`, or where ``$NLSIM_HOME`` cannot take the file (read-only, full), a warning: the
     timings still decide this run's path, as the embedding cache's vectors a home cannot keep still serve
-    the run (:mod:`nlsim.encoders.cache`); the next run times again."""
+    the run (:mod:`nlsim.encoders.cache`); the next run times again. The timings another run kept there
+    while this one timed (other paths of the same model) are kept beside these, which win where both
+    timed a path."""
     try:
-        save_probe(arch, threads, cpu, rates, shapes, gpu)
+        save_probe(arch, threads, cpu, {**load_probe(arch, threads, cpu, gpu), **rates}, shapes, gpu)
     except OSError as exc:
         where = probe_file(arch, threads, cpu, gpu)
         warn(f"speed probe: {where} not kept ({why_not_kept(exc)}); this run takes the path it timed")

@@ -69,3 +69,24 @@ def test_a_probe_file_nlsim_never_writes_is_timed_again(
     assert probe.load_probe("probe-test", 2, CPU) == {}
     rates = probe.probe_rates(_target(), ["onnx-fp32", "torch-fp32"], 2, CPU, {}, {})
     assert probe.load_probe("probe-test", 2, CPU) == pytest.approx(rates, abs=0.01)
+
+
+def test_timings_another_run_kept_meanwhile_are_not_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two runs timing different paths of one model at once (a job's exact paths, and the int8 paths a
+    forced precision or a quality check weighs) each wrote the cache with what it had read before timing
+    and what it timed: the last to finish dropped the other's timings, which the next run timed again.
+    A run keeps the timings another run added to the cache while it timed, beside its own."""
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
+    target = _target()
+
+    def build(path: str, threads: int) -> str:
+        if path == "onnx-fp32":  # another run finishes its timing of the int8 paths meanwhile
+            probe.save_probe("probe-test", 2, CPU, {"onnx-int8": 500.0, "torch-int8": 300.0}, [])
+        return path
+
+    target.build = build
+    rates = probe.probe_rates(target, ["onnx-fp32", "torch-fp32"], 2, CPU, {}, {})
+    kept = probe.load_probe("probe-test", 2, CPU)
+    assert kept == pytest.approx({**rates, "onnx-int8": 500.0, "torch-int8": 300.0}, abs=0.01)
