@@ -66,7 +66,7 @@ from nlsim.inference.lossy_verdict import (
     quality_verdict,
     record_entry,
 )
-from nlsim.inference.paths import PATHS, candidates, check_options, is_lossy, split_path
+from nlsim.inference.paths import PATHS, candidates, check_options, is_lossy, missing_isa, split_path
 from nlsim.inference.probe import probe_rates, too_small_to_probe
 from nlsim.inference.target import Target
 from nlsim.progress import say, warn
@@ -346,7 +346,7 @@ def select(
     if too_small:
         choice.reason += f"; not timed: {small}{unexported}"
     choice.requested, choice.forced = requested, backend != "auto" and precision != "auto"
-    choice.cpu, choice.device = cpu.describe(), device if gpu is None else f"{device}: {gpu.describe()}"
+    _where(choice, cpu, gpu, device)
     # a path whose figures came from a later record than the model's own names that record's file
     choice.quality_check_file = (
         record_entry(record, entry_key(choice.path, device)).get("checked_in") or found
@@ -355,6 +355,16 @@ def select(
         _, why, figures = quality_verdict(record, choice.path, device)
         choice.quality_check, choice.quality_check_figures = why, figures
     return Selection(choice, runners)
+
+
+def _where(choice: Choice, cpu: CpuInfo, gpu: Any, device: str) -> None:
+    """Say in ``choice`` where it runs (the CPU, or the GPU), and in its reason what the CPU lacks to run
+    its path fast (:func:`nlsim.inference.paths.missing_isa`): only a precision asked for gets such a path,
+    ``auto`` leaves it out."""
+    choice.cpu, choice.device = cpu.describe(), device if gpu is None else f"{device}: {gpu.describe()}"
+    lacking = missing_isa(choice.path, cpu) if gpu is None else ""
+    if lacking:
+        choice.reason += f"; {lacking}: likely slower than fp32"
 
 
 def _candidates(

@@ -112,9 +112,24 @@ def _left_out(path: str, backend: str, precision: str, cpu: CpuInfo, *, onnx_ok:
         return "fp16 runs on a GPU only (no fast fp16 arithmetic on CPUs)"
     if b == "onnx" and not onnx_ok:
         return "onnxruntime is not installed"
-    if precision == "auto" and p == "int8" and cpu.int8_isa is None:
+    if precision == "auto":
+        return missing_isa(path, cpu)
+    return ""
+
+
+def missing_isa(path: str, cpu: CpuInfo) -> str:
+    """What ``cpu`` lacks to run ``path`` fast ('' when nothing): int8 without VNNI or AMX-INT8, bf16
+    without avx512_bf16 or AMX-BF16 fall back to slower instruction sequences (:mod:`nlsim.inference.cpu`).
+
+    >>> missing_isa("torch-bf16", CpuInfo("x", ("avx2",)))
+    'no avx512_bf16 or AMX-BF16 on this CPU'
+    >>> missing_isa("onnx-int8", CpuInfo("x", ("avx_vnni",))), missing_isa("torch-fp32", CpuInfo("x", ()))
+    ('', '')
+    """
+    p = split_path(path)[1]
+    if p == "int8" and cpu.int8_isa is None:
         return "no VNNI or AMX-INT8 on this CPU"
-    if precision == "auto" and p == "bf16" and cpu.bf16_isa is None:
+    if p == "bf16" and cpu.bf16_isa is None:
         return "no avx512_bf16 or AMX-BF16 on this CPU"
     return ""
 
