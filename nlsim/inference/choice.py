@@ -485,8 +485,9 @@ def weigh_lossy(
     at least :data:`LOSSY_MIN_GAIN` times faster than the best lossless path: ``auto`` would never take
     any other. On a CPU without VNNI or bf16 instructions nothing is left, and nothing is probed. Without
     a probe (``NLSIM_PROBE=off``, or ``cached`` with nothing cached) every CPU candidate is checked: nothing
-    says it cannot pay off. On a CPU with AMX-BF16 nothing is probed (:func:`untimed_path`): torch-bf16
-    first, the others after it unmeasured, and ``enough`` says that once it passes they need no check.
+    says it cannot pay off; so is a lossy path the probe holds no timing of (``cached`` with only some
+    paths cached). On a CPU with AMX-BF16 nothing is probed (:func:`untimed_path`): torch-bf16 first, the
+    others after it unmeasured, and ``enough`` says that once it passes they need no check.
     ``keep_runners``: keep the runners the probe built (else they are let go).
     """
     import torch  # deferred: heavy or optional, loaded only when needed
@@ -530,7 +531,7 @@ def _worth_on_cpu(
         if path in skipped:
             continue
         rate = rates.get(path, 0.0)
-        if best > 0 and rate < LOSSY_MIN_GAIN * best:
+        if best > 0 and path in rates and rate < LOSSY_MIN_GAIN * best:  # one never timed may pay off
             skipped[path] = (
                 f"not faster on this CPU: {rate:.0f} items/s in the probe against {best:.0f} for the best "
                 f"lossless path (needs {LOSSY_MIN_GAIN}x)"

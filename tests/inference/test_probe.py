@@ -90,3 +90,41 @@ def test_timings_another_run_kept_meanwhile_are_not_dropped(
     rates = probe.probe_rates(target, ["onnx-fp32", "torch-fp32"], 2, CPU, {}, {})
     kept = probe.load_probe("probe-test", 2, CPU)
     assert kept == pytest.approx({**rates, "onnx-int8": 500.0, "torch-int8": 300.0}, abs=0.01)
+
+
+def test_a_lossy_path_the_cached_probe_never_timed_is_still_worth_its_quality_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under NLSIM_PROBE=cached, a cached probe that timed the exact paths but not the lossy ones (they had
+    no quality check yet, or another run timed only what it chose among) left every lossy path out of the
+    quality check as "not faster on this CPU: 0 items/s in the probe", a timing never made. A lossy path
+    the probe has no timing of is checked, as every one is where there is no probe at all; one it timed
+    too slow is still left out."""
+    import torch
+
+    from nlsim.inference.choice import weigh_lossy
+    from nlsim.inference.target import Target
+
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
+    monkeypatch.setenv("NLSIM_PROBE", "cached")
+    model = torch.nn.Linear(2, 2)
+    model.config = SimpleNamespace(to_dict=lambda: {"layers": 1})  # type: ignore[assignment]
+    target = Target(
+        kind="encoder",
+        identity=lambda: "x",
+        weights=lambda: "x",
+        model=model,
+        forward=lambda m, f: m(f["x"]),
+        tokenizer=None,
+        max_length=8,
+        check_batches=list,
+        probe_shapes=(),
+        output="y",
+    )
+    zen4 = CpuInfo("a CPU", ("avx2", "avx512f", "avx512_vnni", "avx512_bf16"), cores=2)
+    probe.save_probe(
+        target.architecture(), 2, zen4, {"onnx-fp32": 100.0, "torch-fp32": 90.0, "torch-int8": 95.0}, []
+    )
+    worth = weigh_lossy(target, threads=2, cpu=zen4)
+    assert "torch-bf16" in worth.keep and "torch-bf16" not in worth.skipped
+    assert "torch-int8" in worth.skipped and "95 items/s" in worth.skipped["torch-int8"]
