@@ -90,10 +90,11 @@ def load_probe(arch: str, threads: int, cpu: CpuInfo, gpu: GpuInfo | None = None
     if data.get("format") != PROBE_FORMAT or data.get("versions") != _versions():
         return {}
     rates = data.get("items_per_s")
-    try:
-        out = {str(k): float(v) for k, v in rates.items()} if isinstance(rates, dict) else {}
-    except (TypeError, ValueError):
+    if not isinstance(rates, dict):
         return {}
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in rates.values()):
+        return {}  # true, a rate in quotes: not as nlsim writes it
+    out = {str(k): float(v) for k, v in rates.items()}
     return out if all(math.isfinite(v) and v >= 0 for v in out.values()) else {}
 
 

@@ -50,7 +50,13 @@ def test_timings_a_read_only_home_cannot_keep_leave_the_run_its_choice(
 
 @pytest.mark.parametrize(
     "text",
-    ["[]", "null", '{"format": 1, "versions": VERSIONS, "items_per_s": {"torch-fp32": null}}'],
+    [
+        "[]",
+        "null",
+        '{"format": 1, "versions": VERSIONS, "items_per_s": {"torch-fp32": null}}',
+        '{"format": 1, "versions": VERSIONS, "items_per_s": {"torch-fp32": true}}',  # read as 1 item/s
+        '{"format": 1, "versions": VERSIONS, "items_per_s": {"torch-fp32": "120"}}',  # a rate in quotes
+    ],
 )
 def test_a_probe_file_nlsim_never_writes_is_timed_again(
     text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
