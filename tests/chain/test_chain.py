@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -426,9 +427,9 @@ def test_every_input_of_the_report_is_checked_before_training(
     )
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("damage", ["", '{"key": ', "[]"])
-def test_a_torn_zero_shot_cache_is_computed_again_not_a_traceback(tmp_path: Path, damage: str) -> None:
+def _zero_shot_cache(tmp_path: Path) -> tuple[Path, Callable[[], None]]:
+    """A chain's zero-shot ``baseline.json`` once its baseline has been scored, and a check, to call once
+    the file is damaged, that the next baseline computes the same figures again and writes the file whole."""
     from nlsim.io.pairs import load_pairs
 
     pairs, corpus = make_data(tmp_path, train=8, validation=24, test=8)
@@ -439,10 +440,21 @@ def test_a_torn_zero_shot_cache_is_computed_again_not_a_traceback(tmp_path: Path
     table = load_pairs(pairs)
     first = chain_run.baseline_stage(cfg, store, base, table).metrics
     cached = store.zero_shot_dir() / "baseline.json"
+
+    def computed_again() -> None:
+        again = chain_run.baseline_stage(cfg, store, base, table).metrics
+        assert again["spearman"] == first["spearman"] and again["threshold"] == first["threshold"]
+        assert json.loads(cached.read_text())["metrics"]["spearman"] == first["spearman"]  # written whole
+
+    return cached, computed_again
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", ["", '{"key": ', "[]"])
+def test_a_torn_zero_shot_cache_is_computed_again_not_a_traceback(tmp_path: Path, damage: str) -> None:
+    cached, computed_again = _zero_shot_cache(tmp_path)
     cached.write_text(damage)
-    again = chain_run.baseline_stage(cfg, store, base, table).metrics
-    assert again["spearman"] == first["spearman"] and again["threshold"] == first["threshold"]
-    assert json.loads(cached.read_text())["metrics"]["spearman"] == first["spearman"]  # written whole again
+    computed_again()
 
 
 @pytest.mark.slow
@@ -453,24 +465,13 @@ def test_a_zero_shot_cache_whose_figures_are_damaged_is_computed_again(
     """A baseline.json whose key is whole but whose figures are gone or not an object (a list, a number)
     was taken as the cache, and the chain stopped in a KeyError or TypeError traceback; the figures are
     computed again and the file written whole, as for a torn cache."""
-    from nlsim.io.pairs import load_pairs
-
-    pairs, corpus = make_data(tmp_path, train=8, validation=24, test=8)
-    cfg = config(tmp_path, pairs, corpus)
-    store = ModelStore(cfg.model_store)
-    store.claim()
-    base = load_encoder(FAST_MODEL)
-    table = load_pairs(pairs)
-    first = chain_run.baseline_stage(cfg, store, base, table).metrics
-    cached = store.zero_shot_dir() / "baseline.json"
+    cached, computed_again = _zero_shot_cache(tmp_path)
     data = json.loads(cached.read_text())
     data.pop("metrics")
     if figures is not None:
         data["metrics"] = figures
     cached.write_text(json.dumps(data))
-    again = chain_run.baseline_stage(cfg, store, base, table).metrics
-    assert again["spearman"] == first["spearman"] and again["threshold"] == first["threshold"]
-    assert json.loads(cached.read_text())["metrics"]["spearman"] == first["spearman"]  # written whole again
+    computed_again()
 
 
 @pytest.mark.parametrize(
