@@ -35,8 +35,8 @@ import torch
 
 from nlsim.errors import ConfigError, StateError
 from nlsim.io.atomic import remove_tree
-from nlsim.io.manifest import read_manifest
-from nlsim.io.model_cache import ensure_model_folder, nlsim_home
+from nlsim.io.manifest import file_problem, read_manifest
+from nlsim.io.model_cache import ensure_model_folder, known_sha256, nlsim_home
 
 EXPORT_VERSION = 2
 QUANTIZE_VERSION = 1
@@ -273,10 +273,19 @@ def export_cache(root: Path | None = None) -> Path:
 
 def export_made(target: Any) -> bool:
     """Whether the fp32 export of ``target`` (a :class:`~nlsim.inference.target.Target`) is in the cache
-    already, where :func:`onnx_runner` makes it, by its manifest (the files are verified when it is
-    opened)."""
+    already, where :func:`onnx_runner` makes it, whole: its manifest names this source, and every file it
+    lists is there with its size and SHA-256 (remembered while the file is unchanged,
+    :func:`~nlsim.io.model_cache.known_sha256`), as :func:`onnx_runner` would find it. One cut short,
+    altered or gone is not made: opening it would export the model again."""
     folder = export_cache() / target.export_name()
-    return (read_manifest(folder) or {}).get("source") == export_source(target)
+    manifest = read_manifest(folder)
+    if (
+        not manifest
+        or manifest.get("source") != export_source(target)
+        or "model.onnx" not in manifest["files"]
+    ):
+        return False
+    return file_problem(folder, manifest, hash_file=known_sha256) is None
 
 
 def onnx_runner(
