@@ -45,6 +45,20 @@ from nlsim.errors import ConfigError
 PROGRESS_STYLES = ("bar", "lines", "off")
 PROBE_MODES = ("on", "cached", "off")
 FLAG = re.compile(r"[a-z0-9_]+")
+ISA_FLAGS = (
+    "avx2",
+    "avx512f",
+    "avx512bw",
+    "avx512_vnni",
+    "avx_vnni",
+    "avx512_bf16",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+)
+"""The instruction-set flags that matter for inference speed (the ones benchmark files and run records name),
+as ``/proc/cpuinfo`` writes them: :mod:`nlsim.inference.cpu` reads no other, and ``NLSIM_CPU_FLAGS`` refuses
+one of them misspelt (:func:`cpu_flags`)."""
 DEVICE = re.compile(r"(cpu|cuda|mps|xpu)(:(0|[1-9][0-9]?|1[01][0-9]|12[0-7]))?")
 """The devices nlsim runs models on, with an optional index (torch's other device types hold no data, or
 are not ones a model runs on here). The index as torch takes it: no leading zero (``cuda:01`` is refused),
@@ -97,7 +111,21 @@ def device_name() -> str | None:
 def cpu_flags() -> frozenset[str] | None:
     """``NLSIM_CPU_FLAGS``: the instruction-set flags to take the CPU for, space-separated as in
     ``/proc/cpuinfo`` (``avx avx2 fma``), in any case as the other variables' values (``AVX2`` was refused as
-    not a flag name, "the flags are space-separated"); ``None`` when unset. Set but blank: a CPU with none."""
+    not a flag name, "the flags are space-separated"); ``None`` when unset. Set but blank: a CPU with none.
+    One of :data:`ISA_FLAGS` with an underscore left out or added (``avx512bf16``, ``avx_vnni`` as
+    ``avxvnni``) is refused naming the flag meant: taken as written, it was a flag nlsim does not read, and
+    the CPU silently one without it.
+
+    Example:
+        >>> import os
+        >>> from unittest import mock
+        >>> with mock.patch.dict(os.environ, NLSIM_CPU_FLAGS="avx2 avx512bf16"):
+        ...     try:
+        ...         cpu_flags()
+        ...     except ConfigError as exc:
+        ...         print(str(exc).split(": ", 1)[1])
+        'avx512bf16' is not a flag /proc/cpuinfo writes: 'avx512_bf16' is (NLSIM_CPU_FLAGS="avx2 avx512_bf16")
+    """
     given = os.environ.get("NLSIM_CPU_FLAGS")
     if given is None:
         return None
@@ -108,6 +136,15 @@ def cpu_flags() -> frozenset[str] | None:
             f"NLSIM_CPU_FLAGS={given!r}: {odd[0]!r} is not a flag name; the flags are space-separated, as in "
             '/proc/cpuinfo (NLSIM_CPU_FLAGS="avx avx2 fma")'
         )
+    by_letters = {f.replace("_", ""): f for f in ISA_FLAGS}
+    for flag in flags:
+        meant = by_letters.get(flag.replace("_", ""), flag)
+        if meant != flag:
+            fixed = " ".join(meant if f == flag else f for f in flags)
+            raise ConfigError(
+                f"NLSIM_CPU_FLAGS={given!r}: {flag!r} is not a flag /proc/cpuinfo writes: {meant!r} is "
+                f'(NLSIM_CPU_FLAGS="{fixed}")'
+            )
     return frozenset(flags)
 
 

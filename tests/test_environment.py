@@ -20,6 +20,11 @@ BAD = [
     ("NLSIM_PROBE", "cache", "not one of on, cached, off"),
     ("NLSIM_PROGRESS", "bars", "not one of bar, lines, off"),
     ("NLSIM_CPU_FLAGS", "avx,avx2,fma", "the flags are space-separated"),
+    (
+        "NLSIM_CPU_FLAGS",
+        "avx2 avx512bf16",
+        "'avx512bf16' is not a flag /proc/cpuinfo writes: 'avx512_bf16' is",
+    ),
     ("NLSIM_DEVICE", "gpu", "not a device nlsim runs models on (cpu, cuda, cuda:N for N from 0 to 127"),
     ("NLSIM_HOME", "{file}", "a file, not a folder"),
     ("NLSIM_HOME", "{file}/home", "is a file, so no folder can be made under it"),
@@ -105,6 +110,34 @@ def test_empty_is_unset_and_the_values_are_read_as_documented(monkeypatch: pytes
     monkeypatch.setenv("NLSIM_CPU_FLAGS", "avx;avx2")
     with pytest.raises(ConfigError, match=r"'avx;avx2' is not a flag name"):
         cpu_info()
+
+
+@pytest.mark.parametrize(
+    ("value", "meant"),
+    [
+        ("avx2 avx512bf16", "avx512_bf16"),
+        ("AVX512_VNNI AMXBF16", "amx_bf16"),
+        ("avxvnni", "avx_vnni"),
+        ("avx512vnni avx2", "avx512_vnni"),
+        ("amx_tile amx_int_8", "amx_int8"),
+        ("avx_2", "avx2"),
+    ],
+)
+def test_a_flag_nlsim_reads_misspelt_is_refused_naming_the_one_meant(
+    monkeypatch: pytest.MonkeyPatch, value: str, meant: str
+) -> None:
+    """``NLSIM_CPU_FLAGS="avx2 avx512bf16"`` (an underscore left out) was taken as a CPU with avx2 and an
+    unknown flag, so bf16 was never tried, and nothing said why: a flag that is one nlsim reads but for its
+    underscores is refused, naming the variable, the flag and its spelling in /proc/cpuinfo."""
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", value)
+    with pytest.raises(
+        ConfigError, match=rf"^NLSIM_CPU_FLAGS={value!r}: .* /proc/cpuinfo writes: '{meant}' is"
+    ):
+        environment.cpu_flags()
+    monkeypatch.setenv(
+        "NLSIM_CPU_FLAGS", f"avx sse4_2 {meant} avx512vl avx512_vbmi2"
+    )  # other flags are taken
+    assert meant in environment.cpu_flags()
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,8 @@ AMX-BF16 (``amx_bf16``), otherwise oneDNN emulates it with fp32 arithmetic. :fun
 ``/proc/cpuinfo`` once (Linux; elsewhere the model name from :mod:`platform` and no flags, so only the
 lossless paths are tried), and leaves out the AMX flags where the kernel does not let the process use
 AMX's tiles (:func:`amx_usable`). ``NLSIM_CPU_FLAGS`` (space-separated) replaces the flags read, for tests and
-for trying another machine's rules.
+for trying another machine's rules (:func:`nlsim.environment.cpu_flags`: one of :data:`ISA_FLAGS` misspelt
+is refused).
 
 Example:
     >>> cpu = CpuInfo(model="AMD EPYC", flags=("avx512f", "avx512_vnni", "avx512_bf16"), cores=2)
@@ -27,25 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nlsim.environment import cpu_flags
-
-ISA_FLAGS = (
-    "avx2",
-    "avx512f",
-    "avx512bw",
-    "avx512_vnni",
-    "avx_vnni",
-    "avx512_bf16",
-    "amx_tile",
-    "amx_bf16",
-    "amx_int8",
-)
-"""The flags that matter for inference speed (the ones benchmark files and run records name)."""
+from nlsim.environment import ISA_FLAGS, cpu_flags
 
 
 @dataclass(frozen=True)
 class CpuInfo:
-    """A CPU's model name, the :data:`ISA_FLAGS` it has, and its core count."""
+    """A CPU's model name, the :data:`ISA_FLAGS` it has (:data:`nlsim.environment.ISA_FLAGS`), and its core
+    count."""
 
     model: str
     flags: tuple[str, ...]
