@@ -30,11 +30,12 @@ from nlsim.encoders.lanes import lanes_for, run_batches
 from nlsim.encoders.layers import hash_tensors, mean_pool
 from nlsim.encoders.tokenizer_cache import save_tokenizer
 from nlsim.errors import ConfigError
+from nlsim.inference.choice import Choice
 from nlsim.inference.target import WeightsWatch, config_digest
 from nlsim.io.atomic import file_sha256
 from nlsim.io.manifest import MANIFEST, saved_folder
 from nlsim.io.ownership import is_owned
-from nlsim.progress import Progress
+from nlsim.progress import Progress, counted
 
 NLSIM_JSON = "nlsim.json"
 OFFSET_POSITIONS = ("roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "data2vec-text")
@@ -186,6 +187,7 @@ class Encoder:
         self._runner: Any = None  # the chosen inference path's runner (ONNX Runtime, bf16, fp16, int8)
         self._planner: Any = None  # decides the path lazily, see set_planner() and plan()
         self.choice: Any = None  # the nlsim.inference.choice.Choice in force, once decided
+        self._small_job: int | None = None  # the largest job too small to choose a path for (see plan())
         self._watch = WeightsWatch(model)  # notices in-place weight changes, see mark_weights_changed()
         self._runner_version = 0
         self._planner_version = 0
@@ -280,11 +282,36 @@ class Encoder:
             self._planner = None  # trained since loading: the probe and the quality check were for the old
             return None  # weights' exports; torch it is, as for a runner whose weights changed
         if not planner.eager and n_texts < self.AUTO_ONNX_MIN_TEXTS:
+            self._small_job = max(self._small_job or 0, n_texts)
             return None
         self.choice, runner = planner.settle(self, n_texts)
         self.options["backend"], self.options["precision"] = self.choice.backend, self.choice.precision
         self.use_runner(runner)
         return self.choice
+
+    def path_taken(self) -> Choice | None:
+        """The inference path the jobs so far ran on, with why (:class:`nlsim.inference.choice.Choice`):
+        :attr:`choice` once decided; before, where every job was too small to choose one for
+        (``backend="auto"``, under :attr:`AUTO_ONNX_MIN_TEXTS` texts), plain torch fp32 as a small job, as
+        the cross-encoder's small jobs say; ``None`` where no job ran, or the weights changed since loading.
+
+        Example:
+            >>> from nlsim.encoders import load_encoder
+            >>> enc = load_encoder("paraphrase-MiniLM-L3-v2")
+            >>> _ = enc.encode(["hello"], progress=False)
+            >>> enc.path_taken().reason
+            'a small job: 1 text, under the 1,000 a path is chosen for'
+        """
+        planner = self._planner
+        if self.choice is not None or planner is None or planner.eager or self._small_job is None:
+            return self.choice
+        job = counted(self._small_job, "text", "texts")
+        return Choice(
+            "torch-fp32",
+            f"a small job: {job}, under the {self.AUTO_ONNX_MIN_TEXTS:,} a path is chosen for",
+            requested={"backend": planner.backend, "precision": planner.precision},
+            device=str(self.device),
+        )
 
     @property
     def vectors_tag(self) -> str:

@@ -302,9 +302,11 @@ def load_model(ms: ModelSettings, encoder: Any = None) -> ModelChoice:
 
 
 def with_inference(info: ModelInfo, encoder: Any) -> ModelInfo:
-    """``info`` with the encoder's inference path (backend, precision, why, the quality check); before the
-    first big job decides it, what was asked."""
-    choice = getattr(encoder, "choice", None)
+    """``info`` with the encoder's inference path (backend, precision, why, the quality check): the one
+    chosen, or torch fp32 where every job was too small to choose one for
+    (:meth:`nlsim.encoders.encoder.Encoder.path_taken`); before any job, what was asked."""
+    taken = getattr(encoder, "path_taken", None)
+    choice = taken() if callable(taken) else getattr(encoder, "choice", None)
     if choice is not None:
         return replace(info, backend=choice.backend, precision=choice.precision, inference=choice.as_dict())
     options = getattr(encoder, "options", {}) or {}

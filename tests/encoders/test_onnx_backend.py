@@ -118,6 +118,26 @@ def test_auto_sets_up_onnx_only_for_big_jobs(
     assert plain.options["backend"] == "torch" and not (home / "avx2" / "onnx").exists()
 
 
+def test_a_small_auto_job_records_why_it_ran_on_torch_fp32(home: Path, l3: Encoder) -> None:
+    """A run whose texts were too few to choose a path for (``backend="auto"``, under
+    ``Encoder.AUTO_ONNX_MIN_TEXTS``) recorded its encoder's backend and precision with no inference path and
+    no reason, where every chosen path, and the cross-encoder's small job, records why. It records torch
+    fp32, why (a small job, its size and the size a path is chosen from) and what was asked."""
+    from nlsim.models.choice import with_inference
+    from nlsim.report.record import ModelInfo
+
+    enc = load_encoder(l3.path)  # backend="auto", precision="fp32"
+    assert with_inference(ModelInfo(), enc).inference is None  # no job yet: nothing ran, nothing to say
+    enc.encode(TEXTS[:4], progress=False)
+    enc.encode(TEXTS, progress=False)
+    info = with_inference(ModelInfo(), enc)
+    assert (info.backend, info.precision) == ("torch", "fp32") and info.inference is not None
+    assert info.inference["path"] == "torch-fp32"
+    assert info.inference["reason"] == "a small job: 6 texts, under the 1,000 a path is chosen for"
+    assert info.inference["requested"] == {"backend": "auto", "precision": "fp32"}
+    assert not (home / "onnx").exists() and enc.choice is None  # nothing chosen, nothing exported
+
+
 @pytest.mark.slow
 def test_old_exports_are_evicted(home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
