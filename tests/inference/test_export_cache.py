@@ -65,3 +65,63 @@ def test_an_export_of_other_weights_or_of_none_is_not_made() -> None:
     assert not export_made(_target("f" * 64))
     (export_cache() / _target().export_name() / "manifest.json").unlink()
     assert not export_made(_target())
+
+
+def test_an_export_recorded_with_an_empty_sha256_is_not_made_and_is_exported_again() -> None:
+    """A manifest whose model.onnx has an empty SHA-256 (written by hand, by another tool) vouches for
+    nothing: the hash it records is compared, not skipped, so the export does not count as made and opening
+    it exports the model again."""
+    target = _target()
+    folder = _export(target)
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    manifest["files"]["model.onnx"]["sha256"] = ""
+    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    assert not export_made(target)
+    _export(target, b"exported again")  # as onnx_runner opens it: verified, else built anew
+    assert (folder / "model.onnx").read_bytes() == b"exported again" and export_made(target)
+
+
+def test_a_killed_export_leaves_nothing_a_run_takes_and_the_next_export_clears_it() -> None:
+    """An export killed while it wrote model.onnx leaves its temporary folder beside the cache's, holding the
+    half-written file: no run takes it (the export's place is empty: not made), and the next export removes
+    it."""
+    target = _target()
+    place = export_cache() / target.export_name()
+    killed = place.parent / f".{place.name}.tmp-k1ll3d00"
+    killed.mkdir(parents=True)
+    (killed / "model.onnx").write_bytes(b"half an exp")
+    assert not export_made(target) and not place.exists()
+    _export(target)
+    assert export_made(target) and not killed.exists()
+
+
+def test_two_exports_at_once_never_show_a_half_written_model() -> None:
+    """Two processes exporting the same model at once, with no lock between them: each writes into a
+    temporary folder of its own and renames it into place whole, so a run reading the export in between
+    sees no export (and makes its own) or a whole one, never the other's half-written file; the later
+    rename replaces the earlier export whole, and neither leaves anything behind. The second exporter
+    here runs while the first is half-way through writing its model.onnx."""
+    target = _target()
+    place = export_cache() / target.export_name()
+    whole = b"an exported graph " * 1000
+    seen: dict[str, object] = {}
+
+    def first(tmp: Path) -> None:
+        (tmp / "model.onnx").write_bytes(whole[: len(whole) // 2])  # half-way through
+        seen["while half-written"] = export_made(target)
+        _export(target, whole)  # another process exports the same model meanwhile, and ends first
+        seen["after the other ended"] = export_made(target)
+        seen["its model"] = (place / "model.onnx").read_bytes()
+        seen["own temporary kept"] = tmp.is_dir()  # the other's sweep spares a live writer's folder
+        (tmp / "model.onnx").write_bytes(whole)
+        (tmp / "check.json").write_text('{"max_abs_diff": 1e-06}\n', encoding="utf-8")
+
+    ensure_model_folder(place, first, source=export_source(target), rebuild=True)
+    assert seen == {
+        "while half-written": False,
+        "after the other ended": True,
+        "its model": whole,
+        "own temporary kept": True,
+    }
+    assert export_made(target) and (place / "model.onnx").read_bytes() == whole
+    assert sorted(p.name for p in place.parent.iterdir()) == [place.name]  # no .tmp- or .old- left
