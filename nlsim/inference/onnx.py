@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import datetime as dt
 import json
 import logging
 import os
@@ -34,9 +35,10 @@ import numpy as np
 import torch
 
 from nlsim.errors import ConfigError, StateError
-from nlsim.io.atomic import remove_tree
+from nlsim.io.atomic import atomic_write_text, remove_tree
 from nlsim.io.manifest import file_problem, read_manifest
 from nlsim.io.model_cache import ensure_model_folder, known_sha256, nlsim_home
+from nlsim.io.records import read_json_object
 
 EXPORT_VERSION = 2
 QUANTIZE_VERSION = 1
@@ -288,19 +290,89 @@ def export_made(target: Any) -> bool:
     return file_problem(folder, manifest, hash_file=known_sha256) is None
 
 
+REFUSALS = "refused.json"
+"""Beside the exports: the exports their check refused (:func:`export_refusal`)."""
+REFUSALS_FORMAT = 1
+KEEP_REFUSALS = 64
+
+
+def _refusal_key(target: Exportable) -> str:
+    """What an export's check depends on: what it is made from (:func:`export_source`) and the runtime."""
+    import onnxruntime  # deferred: heavy or optional, loaded only when needed
+
+    return json.dumps(
+        {"source": export_source(target), "onnxruntime": onnxruntime.__version__}, sort_keys=True
+    )
+
+
+def _refusals(cache: Path) -> dict[str, Any]:
+    """The refusals kept in ``cache`` by export folder name; none where the file is missing or not as nlsim
+    writes it (a cache: the next refusal writes it again whole)."""
+    try:
+        data = read_json_object(cache / REFUSALS)
+    except (OSError, ValueError):
+        return {}
+    exports = data.get("exports") if data.get("format") == REFUSALS_FORMAT else None
+    return {k: v for k, v in exports.items() if isinstance(v, dict)} if isinstance(exports, dict) else {}
+
+
+def export_refusal(target: Exportable, cache: Path) -> str:
+    """Why the check refused the export of ``target`` with this torch and onnxruntime (kept in
+    ``cache/refused.json`` when it did, :func:`keep_refusal`), with when; ``""`` where it did not.
+
+    The check compares the export with torch on the same batches: for the same weights, exporter and
+    runtime it refuses again, after the seconds an export takes. So a refused export is not made again
+    until one of them changes (another key), and the path is left out at once, saying so."""
+    kept = _refusals(cache).get(target.export_name(), {})
+    if kept.get("key") != _refusal_key(target) or not isinstance(kept.get("why"), str):
+        return ""
+    return (
+        f"{kept['why']}; refused on {str(kept.get('when', '?'))[:10]}, not exported again until torch, "
+        f"onnxruntime or the weights change ({cache / REFUSALS})"
+    )
+
+
+def keep_refusal(target: Exportable, cache: Path, why: str) -> None:
+    """Keep why the check refused the export of ``target`` (``why``), or with ``why`` empty, forget it; the
+    :data:`KEEP_REFUSALS` latest are kept. Where the file cannot be written, the export is tried again next
+    time, as before."""
+    name = target.export_name()
+    kept = _refusals(cache)
+    if not why and name not in kept:
+        return
+    kept.pop(name, None)
+    if why:
+        when = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        kept[name] = {"key": _refusal_key(target), "why": why, "when": when}
+    payload = {"format": REFUSALS_FORMAT, "exports": dict(list(kept.items())[-KEEP_REFUSALS:])}
+    with contextlib.suppress(OSError):
+        cache.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(cache / REFUSALS, json.dumps(payload, indent=1) + "\n")
+
+
 def onnx_runner(
     target: Exportable, *, threads: int | None = None, root: Path | None = None, precision: str = "fp32"
 ) -> OnnxRunner:
     """Export (once, cached by the weights' digest) and open the ONNX model of ``target``; with
-    ``precision="int8"`` its dynamically quantized copy (:func:`quantized_model`)."""
+    ``precision="int8"`` its dynamically quantized copy (:func:`quantized_model`). An export its check
+    refused is not made again with the same torch, onnxruntime and weights (:func:`export_refusal`): a
+    :class:`StateError` at once, saying why and when."""
     if not onnxruntime_available():
         raise ConfigError("backend='onnx' needs the onnxruntime package (pip install onnxruntime)")
     if precision not in ("fp32", "int8"):
         raise ConfigError(f"ONNX Runtime runs fp32 or int8, not {precision!r}")
     cache = export_cache(root)
-    folder = ensure_model_folder(
-        cache / target.export_name(), lambda tmp: export_onnx(target, tmp), source=export_source(target)
-    )
+    refused = export_refusal(target, cache)
+    if refused:
+        raise StateError(refused)
+    try:
+        folder = ensure_model_folder(
+            cache / target.export_name(), lambda tmp: export_onnx(target, tmp), source=export_source(target)
+        )
+    except StateError as exc:  # the check's refusal: the same answer next time
+        keep_refusal(target, cache, str(exc))
+        raise
+    keep_refusal(target, cache, "")
     path = quantized_model(folder, cache) if precision == "int8" else folder / "model.onnx"
     runner = OnnxRunner(path, threads, table=_table_array(target.model))
     evict_old_exports(cache, keep=[folder, path.parent])

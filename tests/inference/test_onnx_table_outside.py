@@ -5,6 +5,7 @@ reach the caller."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -189,3 +190,40 @@ def test_the_stand_in_exports_an_earlier_probe_left_are_removed_and_nothing_else
     target.build("onnx-fp32", 1)
     assert sorted(p.name for p in old.iterdir()) == ["mine"]
     assert (foreign / "notes.txt").read_text(encoding="utf-8") == "not nlsim's"
+
+
+def test_an_export_refused_by_its_check_is_not_made_again_until_the_versions_or_weights_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An export that differs from torch beyond the limit is refused; it was exported and checked again at
+    every run that probed or chose the path (seconds each time, a warning each time, the same answer). The
+    refusal is kept beside the exports: the next runner of the same weights is refused at once, saying when
+    and until what; it is tried again once torch, onnxruntime or the weights change, and an export that
+    passes then leaves no refusal behind."""
+    import nlsim.inference.onnx as ob
+
+    made: list[str] = []
+    real = ob.export_onnx
+
+    def counted(target: object, out: Path) -> None:
+        made.append(str(out))
+        real(target, out)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ob, "export_onnx", counted)
+    monkeypatch.setattr(ob, "MAX_ABS_DIFF", -1.0)  # no export passes
+    target = _tiny_target(_tiny_distilbert(), "tiny-distilbert-refused")
+    for _ in range(2):
+        with pytest.raises(StateError, match="differs from torch"):
+            ob.onnx_runner(target, threads=1, root=tmp_path)  # type: ignore[arg-type]
+    assert len(made) == 1
+    with pytest.raises(
+        StateError, match=r"refused on \d{4}-\d\d-\d\d.*until torch, onnxruntime or the weights"
+    ):
+        ob.onnx_runner(target, threads=1, root=tmp_path)  # type: ignore[arg-type]
+    assert len(made) == 1 and not (tmp_path / target.export_name()).exists()
+    monkeypatch.setattr(ob.torch, "__version__", "9.9.9")  # another torch: tried again
+    monkeypatch.setattr(ob, "MAX_ABS_DIFF", 1e-4)
+    runner = ob.onnx_runner(target, threads=1, root=tmp_path)  # type: ignore[arg-type]
+    assert len(made) == 2 and runner.path == tmp_path / target.export_name() / "model.onnx"
+    refusals = json.loads((tmp_path / "refused.json").read_text(encoding="utf-8"))
+    assert refusals["exports"] == {}
