@@ -501,14 +501,16 @@ def test_a_not_the_same_story_mark_splits_its_cluster_in_the_page_at_once(
     folder = tmp_path / "report"
     review_report(folder)
     run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
-    run["editors"] = {
+    run["editors"] = {  # b0/b1 the same story, t0/b1 not: t0/b0, the same story, would join them (overruled)
         "source": "pairs.verdicts.csv",
-        "verdicts": 1,
-        "acting": 1,
-        "must_link": 1,
-        "decisions": [["b0", "b1", 1.0]],
+        "verdicts": 3,
+        "acting": 3,
+        "must_link": 2,
+        "cannot_link": 1,
+        "refused": 1,
+        "decisions": [["b0", "b1", 1.0], ["t0", "b1", 0.0]],
         "scored_ids": [editor_file.pair_id("b1", "b0"), editor_file.pair_id("l0", "l1")],
-        "overruled": [["t0", "l0", 1.0]],
+        "overruled": [["t0", "b0", 1.0]],
     }
     clusters = pd.read_parquet(folder / "clusters.parquet")
     assert dict(
@@ -552,7 +554,11 @@ def test_a_not_the_same_story_mark_splits_its_cluster_in_the_page_at_once(
     page.click("#rv-decisions summary")
     assert page.eval_on_selector_all(
         "#rv-decisions tbody tr", "rows => rows.map(r => r.cells[0].textContent)"
-    ) == ["same story: joined", "same story: not joined (a “not the same story” verdict keeps them apart)"]
+    ) == [
+        "same story: joined",
+        "not the same story: kept apart",
+        "same story: not joined (a “not the same story” verdict keeps them apart)",
+    ]
 
     def sizes() -> dict[str, str]:
         return dict(
@@ -717,6 +723,71 @@ def test_a_split_preview_follows_the_runs_rule_and_the_editors_verdicts(
     assert groups() == [["m0", "m2"], *want]
     assert errors == []
     page.context.close()
+
+
+def test_a_split_preview_joins_what_an_overruled_same_story_verdict_joins_once_freed(
+    chromium: Any, tmp_path: Path
+) -> None:
+    """The editors said a1/b1 and b1/c1 are the same story and a1/c1 is not: the first verdict joins a1's
+    story with b1's, so the second would put a1 with c1 and is overruled (the page lists it as not joined).
+    An editor's "not the same story" on a1/b1 takes the first back: the next report's rule, with the mark
+    merged, joins b1's story with c1's, as the verdict overruled until now says, and leaves a1's apart. The
+    page's preview once split a1's cluster only, leaving c1's story as it was."""
+    from nlsim.clusters.constraints import LinkConstraints
+    from nlsim.clusters.rules import ConnectedComponents, Link
+    from nlsim.report.html import render_html
+
+    ids = ["a1", "a2", "b1", "b2", "c1", "c2"]
+    frame = pd.DataFrame({"id": ids, "title": [f"title {i}" for i in ids], "source": "wire", "url": ""})
+    frame["published_at"] = pd.Timestamp("2024-08-01", tz="UTC") + pd.to_timedelta(range(len(ids)), unit="h")
+    at = {i: k for k, i in enumerate(ids)}
+    links = [("a1", "a2", 0.95), ("b1", "b2", 0.95), ("c1", "c2", 0.95), ("a1", "b1", 0.91)]
+    pairs = pd.DataFrame([(at[a], at[b], s) for a, b, s in links], columns=["a", "b", "similarity"])
+    labels, clusters = batch_clusters(frame, pairs)
+    assert sorted(clusters["cluster_id"]) == ["c-a1", "c-c1"]
+    verdicts = LinkConstraints.from_pairs(must=[("a1", "b1"), ("b1", "c1")], cannot=[("a1", "c1")])
+    rule = ConnectedComponents()
+    assert rule.clusters([Link(*k) for k in links], verdicts) == [["a1", "a2", "b1", "b2"], ["c1", "c2"]]
+    scored = [editor_file.pair_id(a, b) for a, b in (("a1", "b1"), ("a1", "c1"), ("b1", "c1"))]
+    run = {
+        "run_id": "batch-overruled0001",
+        "model": FAST_MODEL,
+        "threshold": 0.9,
+        "story_rule": {"name": "components", "cut": "order"},
+        "editors": {
+            "source": "pairs.verdicts.csv",
+            "verdicts": 3,
+            "acting": 3,
+            "must_link": 2,
+            "cannot_link": 1,
+            "refused": 1,
+            "decisions": [["a1", "b1", 1.0], ["a1", "c1", 0.0]],
+            "overruled": [["b1", "c1", 1.0]],
+            "scored_ids": scored,
+            "training_ids": scored,  # an editor's verdicts: training pairs, a mark overrules them
+        },
+    }
+    page_path = tmp_path / "page.html"
+    page_path.write_text(
+        render_html(pairs_table(frame, pairs, labels), clusters, RunRecord.from_dict(run), frame),
+        encoding="utf-8",
+    )
+    page = chromium.new_context().new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(page_path.as_uri())
+    held = page.evaluate("window.nlsimReport.data.items.map(it => it.id)")
+    open_cluster(page, "c-a1")
+    for item in ("a1", "b1"):
+        page.click(f"li[data-cluster='c-a1'] tr[data-item='{held.index(item)}'] button.rv-pick")
+    page.locator("#rv-picked button.rv-level[data-v='0']").click()  # not related: takes a1/b1 back
+    drawn = page.evaluate("window.nlsimReport.data.clusters.map(c => [c.cluster_id, c.member_ids])")
+    assert errors == []
+    page.context.close()
+    after = LinkConstraints.from_pairs(must=[("b1", "c1")], cannot=[("a1", "c1"), ("a1", "b1")])
+    want = rule.clusters([Link(*k) for k in links], after)
+    assert want == [["a1", "a2"], ["b1", "b2", "c1", "c2"]]
+    assert sorted(sorted(held[i] for i in members) for _, members in drawn) == want, drawn
 
 
 def test_a_huge_cluster_opens_at_once(chromium: Any, tmp_path: Path) -> None:

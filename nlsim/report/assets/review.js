@@ -433,15 +433,19 @@
       return { keys: groups[g] };
     });
   }
-  function around(c, byId) {  // the keys of c and of what links left apart reach from it (joins' keys)
+  // what the run's rule may join to a cluster besides the cluster's own links: the links it left apart, and
+  // the editors' same-story verdicts (one that another verdict overruled joins once a mark takes that back)
+  var REACH = LEFT_APART.map(function (p) { return [p.id_a, p.id_b]; }).concat(EDITORS.decisions
+    .filter(function (d) { return d.score >= 1; }).map(function (d) { return [d.a, d.b]; }));
+  function around(c, byId) {  // the keys of c and of what REACH reaches from it (joins' keys)
     var home = {}, keys = {}, todo = c.member_ids.slice(), inside = {};
     ORIGINAL.forEach(function (o) { o.member_ids.forEach(function (i) { home[i] = o; }); });
     keys["c:" + c.cluster_id] = true;
     c.member_ids.forEach(function (i) { inside[i] = true; });
     while (todo.length) {
       var i = todo.pop();
-      LEFT_APART.forEach(function (p) {
-        var other = p.id_a === i ? p.id_b : p.id_b === i ? p.id_a : undefined;
+      REACH.forEach(function (p) {
+        var other = p[0] === i ? p[1] : p[1] === i ? p[0] : undefined;
         if (other === undefined || inside[other]) return;
         var o = home[other];
         keys[o ? "c:" + o.cluster_id : "i:" + other] = true;
