@@ -6,6 +6,7 @@ decision. An export without the column merges as before (its decisions dated whe
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -855,8 +856,8 @@ def test_a_verdict_taken_back_stays_taken_back_when_an_older_export_is_merged_ag
     """desk added n2/n3 as the same story on Monday; the verdict was taken back as the guide says: the pair
     removed from the pair file, then ``nlsim annotate verdicts --write`` (or the next merge) wrote the store
     without it. desk's Monday export merged again brought the verdict back, pair and all. The store keeps
-    the verdict taken back, dated when it found the pair gone: a mark made before then is not merged (said
-    so), and a mark made after it is a new decision, which merges."""
+    the verdict taken back, dated by the pair file's last change when it found the pair gone: a mark made
+    before then is not merged (said so), and a mark made after it is a new decision, which merges."""
     from nlsim.annotation.merge import check_verdicts
 
     pairs = _scored_file(tmp_path / "news.tsv")
@@ -882,3 +883,37 @@ def test_a_verdict_taken_back_stays_taken_back_when_an_older_export_is_merged_ag
     assert merge_annotations(again, pairs, log=lambda _: None).added == 1
     held = load_verdicts(store_path(pairs)).get(("n2", "n3"))
     assert held is not None and (held.score, held.decided_at) == (0.0, later)
+
+
+@pytest.mark.parametrize("noticed", ["annotate verdicts --write", "another merge"])
+def test_a_verdict_taken_back_is_dated_when_its_pair_left_the_pair_file(tmp_path: Path, noticed: str) -> None:
+    """desk added n2/n3 as the same story on Monday and took it back an hour ago (its pair removed from the
+    pair file); half an hour ago desk marked the pair again, "not the same story", a new decision. The store
+    noticed the pair gone only now (``nlsim annotate verdicts --write``, or another editor's merge) and
+    dated the taking back now, so the new mark, merged next, was left out as one made before the verdict was
+    taken back. The taking back is dated by the pair file's last change (when the pair left it, at the
+    latest): the mark made since merges, and Monday's export merged again is still left out."""
+    from nlsim.annotation.merge import check_verdicts
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    monday = _export(tmp_path / "marks-1.csv", "desk", [("n2", "n3", "1", MONDAY)], overrule="false")
+    merge_annotations(monday, pairs, log=lambda _: None)
+    kept = [line for line in pairs.read_text(encoding="utf-8").splitlines(True) if "\tn2\tn3\t" not in line]
+    pairs.write_text("".join(kept), encoding="utf-8")  # taken back: its pair removed from the pair file
+    now = dt.datetime.now(dt.UTC)
+    removed = (now - dt.timedelta(hours=1)).timestamp()
+    os.utime(pairs, (removed, removed))
+    if noticed == "another merge":
+        bob = _export(tmp_path / "bob.csv", "bob", [("n4", "n5", "0", TUESDAY)], overrule="false")
+        merge_annotations(bob, pairs, log=lambda _: None)
+    else:
+        check_verdicts(pairs, write=True, log=lambda _: None)
+    said: list[str] = []
+    assert merge_annotations(monday, pairs, log=said.append).added == 0, said
+    assert "taken back" in " ".join(said), said
+    since = (now - dt.timedelta(minutes=30)).isoformat()
+    again = _export(tmp_path / "marks-2.csv", "desk", [("n2", "n3", "0", since)], overrule="false")
+    said = []
+    assert merge_annotations(again, pairs, log=said.append).added == 1, said
+    held = load_verdicts(store_path(pairs)).get(("n2", "n3"))
+    assert held is not None and (held.score, held.decided_at) == (0.0, since)

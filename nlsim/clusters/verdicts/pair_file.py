@@ -8,8 +8,9 @@ from, when, the texts' hashes). :func:`check_store` reads both and makes them ag
 - a verdict the pair file does not hold (a merge killed between the store's rename and the pair file's,
   or a pair removed from the pair file by hand) does not act: the merge is rolled back (``dropped``); one
   whose pair is gone from the pair file (``gone``) is kept as taken back once the store is written
-  (:class:`~nlsim.clusters.verdicts.store.TakenBack`, dated then: a mark made before, merged again, does not
-  bring it back), unless the merge that writes it merges it again (one killed before its pair file);
+  (:class:`~nlsim.clusters.verdicts.store.TakenBack`, dated by the pair file's last change, when the pair
+  left it at the latest: a mark made before, merged again, does not bring it back), unless the merge
+  that writes it merges it again (one killed before its pair file);
 - a pair the pair file holds with another score or split takes the pair file's (``corrected``), unless
   the verdict overrules it (:attr:`~nlsim.clusters.verdicts.records.Verdict.overrules`: an editor's newer
   decision on a training pair, ``nlsim annotate merge --overrule``): an overruling verdict holds when the
@@ -45,6 +46,8 @@ from __future__ import annotations
 
 import datetime as dt
 import glob
+import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -277,8 +280,8 @@ class StoreCheck:
         if self.gone:
             out.append(
                 f"{len(self.gone)} of them, their pair gone from {self.pairs_file}, are kept in "
-                f"{self.path} as taken back once it is written (a mark made before then, merged again, does "
-                "not bring them back)"
+                f"{self.path} as taken back once it is written, dated by the pair file's last change (a mark "
+                "made before then, merged again, does not bring them back)"
             )
         out += _listed(self.corrected, f"verdict(s) take the score and split {self.pairs_file} gives them")
         out += _listed(
@@ -422,7 +425,8 @@ def _rebuilt(
 def write_store(check: StoreCheck, verdicts: Verdicts | None = None) -> None:
     """Write ``verdicts`` (default: what ``check`` found to hold) as the store of ``check``'s pair file, in
     today's form (:func:`~nlsim.clusters.verdicts.store.save_verdicts`), with the verdicts taken back it
-    keeps and those whose pair is gone from the pair file (:attr:`StoreCheck.gone`, taken back now), none
+    keeps and those whose pair is gone from the pair file (:attr:`StoreCheck.gone`, taken back when the pair
+    file last changed: :func:`taken_back_at`), none
     on a pair of ``verdicts``. Refuses a store this nlsim cannot write whole: one with columns it does not
     know (a later nlsim wrote it)."""
     if check.unknown:
@@ -434,10 +438,32 @@ def write_store(check: StoreCheck, verdicts: Verdicts | None = None) -> None:
             f"nlsim wrote it (this one writes {', '.join(STORE_COLUMNS)}); use that nlsim",
         )
     held = verdicts if verdicts is not None else check.verdicts
-    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    when = taken_back_at(check.pairs_file) if check.gone else ""
     keys = {v.key for v in held.records}
-    back = {t.key: t for t in (*check.taken_back, *(TakenBack(v, now) for v in check.gone))}
+    back = {t.key: t for t in (*check.taken_back, *(TakenBack(v, when) for v in check.gone))}
     save_verdicts(held, check.path, tuple(t for k, t in back.items() if k not in keys))
+
+
+def taken_back_at(pairs_file: str | Path) -> str:
+    """When the verdicts whose pair is gone from ``pairs_file`` were taken back: the pair file's last change
+    (the editor removed the pair then at the latest; a merge writes the store before the pair file, so no
+    merge has changed it since), to the next whole second, and never later than now (a clock set wrong, a
+    file from the future). A mark made after it is a new decision; one made no later than it is not
+    (:meth:`~nlsim.clusters.verdicts.store.TakenBack.stands_over`). Now when the pair file cannot be read.
+
+    >>> import tempfile, os, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "p.tsv"
+    >>> _ = f.write_text("pair_id\\n")
+    >>> os.utime(f, (1772439300.25, 1772439300.25))
+    >>> taken_back_at(f)
+    '2026-03-02T08:15:01+00:00'
+    """
+    now = dt.datetime.now(dt.UTC)
+    try:
+        changed = dt.datetime.fromtimestamp(math.ceil(os.stat(pairs_file).st_mtime), dt.UTC)
+    except (OSError, ValueError, OverflowError):
+        changed = now
+    return min(changed, now).isoformat(timespec="seconds")
 
 
 def retire_earlier(check: StoreCheck, held: Verdicts) -> list[Path]:

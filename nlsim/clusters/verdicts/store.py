@@ -67,9 +67,9 @@ SUFFIX = ".verdicts.csv"
 ROW_CHECK = "row_sha256"
 """The last column of a store: :func:`row_check` of the row's other cells."""
 TAKEN_BACK = "taken_back"
-"""The column of a verdict taken back (:class:`TakenBack`): when the store first found its pair gone from
-the pair file (ISO 8601, with its offset); empty for every other row, and written only while the store keeps
-a verdict taken back."""
+"""The column of a verdict taken back (:class:`TakenBack`): when its pair left the pair file, at the latest
+(the pair file's last change when the store first found the pair gone; ISO 8601, with its offset); empty for
+every other row, and written only while the store keeps a verdict taken back."""
 STORE_COLUMNS = (*COLUMNS, TAKEN_BACK, ROW_CHECK)
 """The columns this nlsim writes, in order."""
 
@@ -86,9 +86,11 @@ def _instant(text: str) -> dt.datetime | None:
 @dataclass(frozen=True)
 class TakenBack:
     """A verdict taken back: its pair removed from the pair file (the way to take a verdict back), kept in
-    the store with ``at``, when the store first found the pair gone (the merge, or ``nlsim annotate
-    verdicts --write``, that wrote it so), so that a mark made no later than that and merged again (an old
-    export) does not bring it back (:meth:`stands_over`). It never acts and is no verdict of the store's;
+    the store with ``at``, when the pair left the pair file at the latest (the pair file's last change when
+    the merge, or ``nlsim annotate verdicts --write``, first found the pair gone:
+    :func:`~nlsim.clusters.verdicts.pair_file.taken_back_at`), so that a mark made no later than that and
+    merged again (an old export) does not bring it back (:meth:`stands_over`), and one made since, before
+    the store found the pair gone, is a new decision. It never acts and is no verdict of the store's;
     the pair file holding its pair again ends it.
 
     >>> back = TakenBack(Verdict("a", "b", 1.0, annotator="desk"), "2026-03-04T07:30:00+00:00")
