@@ -474,6 +474,18 @@ def test_a_topic_keeps_its_id_after_its_key_member_expired(tmp_path: Path) -> No
     ]
 
 
+def test_a_daily_reports_topics_are_the_windows(tmp_path: Path) -> None:
+    """A daily report's topics.parquet lists every topic group of the window, as window/clusters.parquet
+    lists its stories, not only those the day touched (docs/report.md says so): day 3 brings z alone, and
+    the report lists t-x, whose items came on day 2, and counts it."""
+    out = _a_topic_after_its_key_member_expired(tmp_path)
+    assert pd.read_parquet(out / "latest" / "clusters.parquet").empty  # the day touched no story
+    topics = pd.read_parquet(out / "latest" / "topics.parquet")
+    assert topics["topic_id"].tolist() == ["t-x"]
+    run = json.loads((out / "latest" / "run.json").read_text(encoding="utf-8"))
+    assert (run["counts"]["topics"], run["counts"]["topic_items"]) == (1, 2)
+
+
 def test_a_report_without_a_topic_threshold_says_it_has_no_topic_groups(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
