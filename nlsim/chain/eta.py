@@ -68,7 +68,10 @@ class ChainWork:
     """What a cold chain will compute, in counts (see the module docstring)."""
 
     train_pairs: int
+    """The pairs a training epoch reads: the training split (or the subset drawn of it) as the model reads
+    it, converted, a pair given twice counted once (not the pair file's rows)."""
     validation_pairs: int
+    """The validation split, counted as :attr:`train_pairs` is."""
     text_tokens: float
     """Mean tokens of one text, padded as the batches are."""
     pair_tokens: float
@@ -82,7 +85,8 @@ class ChainWork:
     corpus_items: int
     reranker: bool
     test_pairs: int = 0
-    """The test split, scored after training (the bi-encoder's texts, the reranker's pairs)."""
+    """The test split (counted as :attr:`train_pairs` is), scored after training (the bi-encoder's texts, the
+    reranker's pairs)."""
     lossy_paths: int = 0
     """The lossy inference paths the quality check of the fine-tuned model measures, for each model kind."""
     built_paths: bool = True

@@ -696,11 +696,17 @@ def chain_work(
     cfg: PipelineConfig, base: Any, pairs: pd.DataFrame, store: ModelStore | None = None
 ) -> ChainWork:
     """What this chain's fine-tuning, evaluation and report will compute (:mod:`nlsim.chain.eta`), counted
-    from the pairs, the corpus, the settings, where the model trains and (``store``) whether the current
-    model has to be scored on these validation pairs."""
+    from the pairs (``pairs``: read for training, :func:`load_inputs`; counted as training reads them,
+    :func:`~nlsim.training.data.as_trained`: converted, a pair given twice as the model reads it once, the
+    training subset drawn), the corpus, the settings, where the model trains and (``store``) whether the
+    current model has to be scored on these validation pairs (as the evaluation reads them,
+    :func:`scored_pairs`)."""
     from nlsim.training.split_encoder import frozen_layer_count, layer_count
 
-    train = pairs[pairs["split"] == "train"]
+    training = cfg.finetune_config(None).for_device(base.device)  # what fine-tuning will use here
+    train, validation, test = split_pairs(
+        as_trained(pairs, str(cfg.pairs), training.data.conversion), training
+    )
     texts = train["text_a"].tolist() + train["text_b"].tolist()
     text_tokens = float(np.mean([len(x) for x in base.token_ids(texts)])) if texts else 0.0
     pair_tokens = 2 * text_tokens - 2  # each text's own start token and the pair's separators
@@ -709,11 +715,10 @@ def chain_work(
     except ValueError:  # a {date} the corpus cannot take: said where the report reads it
         items = 0
     layers = layer_count(base.model) or 12
-    training = cfg.finetune_config(None).for_device(base.device)  # what fine-tuning will use here
     lossy, built = lossy_paths_here(base.device) if training.evaluation.precision_check else (0, False)
     return ChainWork(
         train_pairs=len(train),
-        validation_pairs=int((pairs["split"] == "validation").sum()),
+        validation_pairs=len(validation),
         text_tokens=text_tokens,
         pair_tokens=pair_tokens,
         epochs=training.bi_encoder.epochs,
@@ -731,12 +736,10 @@ def chain_work(
         reranker=cfg.cross_encoder.reranker,
         cross_encoder_drops_easy=bool(training.cross_encoder.drop_easy),
         side_by_side=side_by_side.applies(training, base.device),
-        test_pairs=int((pairs["split"] == "test").sum()),
+        test_pairs=len(test),
         lossy_paths=lossy,
         built_paths=built,
-        incumbent_reranker=None
-        if store is None
-        else incumbent_work(cfg, store, pairs[pairs["split"] == "validation"]),
+        incumbent_reranker=None if store is None else incumbent_work(cfg, store, scored_pairs(cfg, pairs)[1]),
     )
 
 

@@ -7,6 +7,7 @@ import logging
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -559,6 +560,48 @@ def test_the_estimate_counts_the_corpus_items_of_every_format(tmp_path: Path, su
         )
     work = chain_run.chain_work(config(tmp_path, pairs, corpus), _Base(), pd.read_csv(pairs, sep="\t"))
     assert work.corpus_items == pytest.approx(len(frame), abs=1)
+
+
+class _KeptFigures:
+    """A model store whose current model keeps its validation figures under ``key`` (no reranker)."""
+
+    def __init__(self, folder: Path, key: str) -> None:
+        self.folder, self.key = folder, key
+
+    def current(self) -> Path:
+        return self.folder
+
+    def info(self, version: Path) -> dict[str, Any]:
+        return {"validation": {self.key: {"spearman": 0.5}}}
+
+
+def test_the_estimate_counts_the_pairs_as_training_reads_them(tmp_path: Path) -> None:
+    """Three training pairs and two validation pairs are given again with "&#8226;" for "•" (other ids): two
+    rows each as written, one pair each as the model reads them, trained and scored once. The estimate
+    counted the rows (the bi-encoder's steps, the validation passes), and took the current model's figures,
+    kept for the validation pairs counted once, for figures of other pairs, to be scored again."""
+    pairs, corpus = make_data(tmp_path, train=20, validation=10, test=5)
+    table = pd.read_csv(pairs, sep="\t")
+    again = pd.concat(
+        [table[table["split"] == "train"].head(3), table[table["split"] == "validation"].head(2)]
+    )
+    table.loc[again.index, "text_a"] = again["text_a"] + " •"
+    again = again.assign(
+        pair_id=again["pair_id"].astype(str) + "x",
+        id_a=again["id_a"] + "x",
+        text_a=again["text_a"] + " &#8226;",
+    )
+    written = pd.concat([table, again], ignore_index=True)
+    written.to_csv(pairs, sep="\t", index=False)
+    cfg = config(tmp_path, pairs, corpus)
+    read = chain_run.load_inputs(cfg)
+    assert (read["split"] == "train").sum() == 23  # the rows as written
+    _, validation = chain_run.scored_pairs(cfg, read)
+    assert len(validation) == 10
+    store = _KeptFigures(tmp_path / "models" / "v0001", chain_run.figures_key(cfg, validation))
+    work = chain_run.chain_work(cfg, _Base(), read, store)  # type: ignore[arg-type]
+    assert (work.train_pairs, work.validation_pairs, work.test_pairs) == (20, 10, 5)
+    assert work.incumbent_reranker is None  # its figures for these pairs are kept: nothing to score
 
 
 class _TwelveLayers(torch.nn.Module):
