@@ -8,7 +8,8 @@
 # NLSIM_SETUP_INSTALLER=pip installs with pip alone. The default model is converted into $NLSIM_HOME last
 # (--no-model: not).
 # PYTHON names the Python .venv is made with (default python3; 3.11 or 3.12, as pyproject.toml requires): another
-# one, or a .venv made with one, is refused before anything is installed, with what to do.
+# one, or a .venv made with one (or with a Python since removed), is refused before anything is installed,
+# with what to do.
 # Bytecode: what nlsim imports is compiled as it is installed (scripts/compile_imports.py); --all-bytecode
 # compiles the other installed packages too (once), as the tests and Prefect's server read them (test.sh).
 set -euo pipefail
@@ -61,9 +62,16 @@ PY=${PYTHON:-python3}
 NEED="Python 3.11 or 3.12"  # pyproject.toml's requires-python
 py_version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true; }
 supported() { case $1 in 3.11 | 3.12) return 0 ;; *) return 1 ;; esac; }
-said() { if [ -n "$2" ]; then echo "$1 is Python $2"; else echo "$1 does not run"; fi; }  # PY VERSION
+said() {  # PY VERSION: what PY is, or why it does not run
+  if [ -n "$2" ]; then echo "$1 is Python $2"
+  elif [ -L "$1" ] && [ ! -e "$1" ]; then
+    echo "$1 is a link to $(readlink -m "$1" 2>/dev/null || readlink "$1"), which is gone"
+  else echo "$1 does not run"; fi
+}
 start=$SECONDS
-if [ ! -x .venv/bin/python ]; then
+# a .venv whose python is a link to nothing (the Python it was made with removed or moved) is named below:
+# `python3 -m venv` over it keeps such links and fails
+if [ ! -x .venv/bin/python ] && [ ! -L .venv/bin/python ]; then
   if ! command -v "$PY" > /dev/null 2>&1; then
     echo "setup: $PY not found; nlsim needs $NEED: install one, or name it with PYTHON" \
       "(e.g. PYTHON=python3.11 bash run.sh)" >&2

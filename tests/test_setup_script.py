@@ -118,3 +118,18 @@ def test_a_home_nlsim_refuses_is_named_by_the_set_up_not_left_to_the_job(tmp_pat
     said = f"the default model was not converted: NLSIM_HOME='{tmp_path / 'a-file'}': a file, not a folder"
     assert said in done.stderr and "set NLSIM_HOME to a folder" in done.stderr, done.stderr
     assert "the main job converts it" not in done.stderr and "installing" not in done.stdout
+
+
+def test_a_venv_whose_python_is_gone_is_named_with_what_to_do(tmp_path: Path) -> None:
+    """A ``.venv`` made with a Python since removed or moved (an upgrade, pyenv's version gone) keeps
+    ``bin/python`` as a link to nothing: the set-up took it for no ``.venv``, ran ``python3 -m venv`` over it,
+    which keeps such links, and stopped on 'Error: [Errno 2] No such file or directory', every run."""
+    venv_python = tmp_path / ".venv" / "bin" / "python"
+    venv_python.parent.mkdir(parents=True)
+    venv_python.symlink_to(tmp_path / "gone" / "python3")
+    done = setup(tmp_path, PYTHON=str(fake_python(tmp_path / "bin" / "python3", "3.11")))
+    assert done.returncode == 2, done.stdout + done.stderr
+    said = f".venv/bin/python is a link to {tmp_path / 'gone' / 'python3'}, which is gone"
+    assert said in done.stderr and "remove .venv (rm -rf .venv), then run again" in done.stderr, done.stderr
+    assert "creating .venv" not in done.stdout
+    assert venv_python.is_symlink()  # left for the user to remove
