@@ -83,7 +83,7 @@ if [ ! -x .venv/bin/python ] && [ ! -L .venv/bin/python ]; then
       "with PYTHON (e.g. PYTHON=python3.11 bash run.sh)" >&2
     exit 2
   fi
-  step "creating .venv with $($PY --version)"
+  step "creating .venv with $("$PY" --version)"
   "$PY" -m venv .venv
 else
   version=$(py_version .venv/bin/python)

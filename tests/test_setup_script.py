@@ -133,3 +133,12 @@ def test_a_venv_whose_python_is_gone_is_named_with_what_to_do(tmp_path: Path) ->
     assert said in done.stderr and "remove .venv (rm -rf .venv), then run again" in done.stderr, done.stderr
     assert "creating .venv" not in done.stdout
     assert venv_python.is_symlink()  # left for the user to remove
+
+
+def test_a_python_whose_path_has_a_space_is_named_with_its_version(tmp_path: Path) -> None:
+    """``PYTHON="/opt/my python/bin/python3"``: the set-up said 'creating .venv with ' and nothing more (the
+    path, unquoted, was split into a command that does not exist), then made .venv with it all the same."""
+    py = fake_python(tmp_path / "my python" / "bin" / "python3", "3.11")
+    done = setup(tmp_path, PYTHON=str(py))
+    assert "setup: creating .venv with 3.11\n" in done.stdout, done.stdout + done.stderr
+    assert f"{tmp_path / 'my'}: No such file" not in done.stderr, done.stderr
