@@ -8,7 +8,14 @@
 # the run says so; the fine-tuned model's report replaces it when training ends (`--no-first-report`: not).
 # Arguments go to `nlsim pipeline` (e.g. `bash run.sh --force-train`; with `--no-report` the bundled corpus and
 # report folder are not given: the chain stops after the promotion).
+# A relative path in the arguments is read from this folder (the job runs here); one in NLSIM_HOME,
+# PREFECT_HOME or PYTHON from the folder run.sh is started in.
 set -euo pipefail
+# a relative path in NLSIM_HOME, PREFECT_HOME or PYTHON (one with a /) is the caller's folder's: made whole
+# before the cd below (a command name, an absolute path and ~/... are left as they are)
+case ${NLSIM_HOME:-/} in /* | "~"*) ;; *) export NLSIM_HOME=$PWD/${NLSIM_HOME#./} ;; esac
+case ${PREFECT_HOME:-/} in /* | "~"*) ;; *) export PREFECT_HOME=$PWD/${PREFECT_HOME#./} ;; esac
+case ${PYTHON:-/} in /* | "~"*) ;; */*) export PYTHON=$PWD/${PYTHON#./} ;; esac
 cd "$(dirname "$0")"
 bash scripts/setup.sh
 export PREFECT_HOME=${PREFECT_HOME:-$PWD/.prefect} PREFECT_SERVER_ANALYTICS_ENABLED=false DO_NOT_TRACK=1

@@ -5,6 +5,11 @@
 # an avx2-only CPU (no avx512, VNNI, bf16 or AMX), so that a suite green here is green on any CPU kind; on a
 # CPU whose flags are already those, the first pass was that pass, and it is not repeated.
 set -euo pipefail
+# a relative path in NLSIM_HOME, PREFECT_HOME or PYTHON (one with a /) is the caller's folder's: made whole
+# before the cd below (a command name, an absolute path and ~/... are left as they are)
+case ${NLSIM_HOME:-/} in /* | "~"*) ;; *) export NLSIM_HOME=$PWD/${NLSIM_HOME#./} ;; esac
+case ${PREFECT_HOME:-/} in /* | "~"*) ;; *) export PREFECT_HOME=$PWD/${PREFECT_HOME#./} ;; esac
+case ${PYTHON:-/} in /* | "~"*) ;; */*) export PYTHON=$PWD/${PYTHON#./} ;; esac
 cd "$(dirname "$0")"
 # The tests run in pytest-xdist workers, a test module on one worker (its fixtures' models are then trained
 # once); each worker has its own test home, Prefect home and temporary folders, and torch and faiss get the

@@ -13,6 +13,11 @@
 # Bytecode: what nlsim imports is compiled as it is installed (scripts/compile_imports.py); --all-bytecode
 # compiles the other installed packages too (once), as the tests and Prefect's server read them (test.sh).
 set -euo pipefail
+# a relative path in NLSIM_HOME, PREFECT_HOME or PYTHON (one with a /) is the caller's folder's: made whole
+# before the cd below (a command name, an absolute path and ~/... are left as they are)
+case ${NLSIM_HOME:-/} in /* | "~"*) ;; *) export NLSIM_HOME=$PWD/${NLSIM_HOME#./} ;; esac
+case ${PREFECT_HOME:-/} in /* | "~"*) ;; *) export PREFECT_HOME=$PWD/${PREFECT_HOME#./} ;; esac
+case ${PYTHON:-/} in /* | "~"*) ;; */*) export PYTHON=$PWD/${PYTHON#./} ;; esac
 cd "$(dirname "$0")/.."
 step() { echo "setup: $*"; }
 keep_lines() {  # one line a package and the errors (not this machine's per-package notices), indented

@@ -1,5 +1,6 @@
 """``bash run.sh`` gives ``nlsim pipeline`` the bundled data and report folder, and its own arguments after
-them: with ``--no-report`` it gives no report setting, which the chain refuses with ``--no-report``."""
+them: with ``--no-report`` it gives no report setting, which the chain refuses with ``--no-report``. Started
+from another folder, it and ``test.sh`` keep the caller's relative paths in the environment the caller's."""
 
 from __future__ import annotations
 
@@ -49,3 +50,43 @@ def test_run_sh_no_report_gives_no_report_setting(tmp_path: Path, where: str) ->
     assert "--corpus" not in argv and "--out" not in argv
     assert argv[argv.index("--pairs") + 1] == "annotations/thucnews_tw_pairs.tsv"
     assert argv[-len(args) :] == args
+
+
+def _recording(path: Path, line: str) -> None:
+    """A stand-in script at ``path`` that appends ``line`` (expanded by the shell) to ``seen.txt`` beside
+    the copied scripts, then exits with ``$EXIT`` (default 0)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'#!/bin/sh\necho "{line}" >> "$SEEN"\nexit "${{EXIT:-0}}"\n')
+    path.chmod(0o755)
+
+
+@pytest.mark.parametrize("script", ["run.sh", "test.sh"])
+def test_relative_paths_in_the_environment_are_the_callers_folders(tmp_path: Path, script: str) -> None:
+    """``cd ~/work && NLSIM_HOME=cache PYTHON=py/bin/python3 bash ~/nlsim/run.sh`` read both from the
+    repository's folder, where the script moves first: the models went into ``~/nlsim/cache`` and the
+    set-up said 'py/bin/python3 not found'. Relative paths (NLSIM_HOME, PREFECT_HOME, a PYTHON with a /) are
+    now the caller's folder's; a bare command name, an absolute path and ``~/...`` are left as given."""
+    repo, caller = tmp_path / "repo", tmp_path / "caller"
+    repo.mkdir()
+    caller.mkdir()
+    shutil.copy(ROOT / script, repo / script)
+    seen = tmp_path / "seen.txt"
+    record = "PYTHON=$PYTHON NLSIM_HOME=$NLSIM_HOME PREFECT_HOME=$PREFECT_HOME"
+    _recording(repo / "scripts" / "setup.sh", f"setup {record}")
+    _recording(repo / ".venv" / "bin" / "nlsim", f"nlsim {record}")
+    env = {"PATH": "/usr/bin:/bin", "SEEN": str(seen), "EXIT": "3" if script == "test.sh" else "0"}
+    cases = [
+        ({"PYTHON": "py/bin/python3", "NLSIM_HOME": "cache", "PREFECT_HOME": "./prefect"}, caller),
+        ({"PYTHON": "python3.11", "NLSIM_HOME": "~/nlsim-home", "PREFECT_HOME": "/srv/prefect"}, None),
+    ]
+    for given, base in cases:
+        seen.unlink(missing_ok=True)
+        done = subprocess.run(
+            ["bash", str(repo / script)], cwd=caller, env={**env, **given}, capture_output=True, text=True
+        )
+        assert done.returncode == (3 if script == "test.sh" else 0), done.stdout + done.stderr
+        want = {k: str(base / v.removeprefix("./")) if base else v for k, v in given.items()}
+        lines = seen.read_text().splitlines()
+        assert lines[0] == "setup " + " ".join(f"{k}={v}" for k, v in want.items()), lines
+        if script == "run.sh":
+            assert lines[1].split(" ", 1)[1] == lines[0].split(" ", 1)[1], lines

@@ -142,3 +142,22 @@ def test_a_python_whose_path_has_a_space_is_named_with_its_version(tmp_path: Pat
     done = setup(tmp_path, PYTHON=str(py))
     assert "setup: creating .venv with 3.11\n" in done.stdout, done.stdout + done.stderr
     assert f"{tmp_path / 'my'}: No such file" not in done.stderr, done.stderr
+
+
+def test_a_relative_python_is_the_callers_folders(tmp_path: Path) -> None:
+    """``PYTHON=py/bin/python3 bash ~/nlsim/scripts/setup.sh`` from another folder was read from the
+    repository's, where the script moves first: 'py/bin/python3 not found'. It is now the caller's."""
+    caller = tmp_path / "caller"
+    fake_python(caller / "py" / "bin" / "python3", "3.11")
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(ROOT / "scripts" / "setup.sh", tmp_path / "scripts" / "setup.sh")
+    done = subprocess.run(
+        ["bash", str(tmp_path / "scripts" / "setup.sh")],
+        cwd=caller,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "PYTHON": "py/bin/python3"},
+    )
+    assert "setup: creating .venv with 3.11\n" in done.stdout, done.stdout + done.stderr
+    assert "not found" not in done.stderr, done.stderr
