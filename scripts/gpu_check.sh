@@ -21,8 +21,14 @@
 # (`python scripts/gpu_bundle.py --faiss-gpu`, .gpu-faiss/), brought over several calls (gpu_site.sh).
 set -uo pipefail
 case ${1:-} in -h | --help) sed -n '2,/^set -/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac  # the text above, and nothing run
+# a relative folder given (the argument, OUT, GPU_CHECK_WORK) or PYTHON path (one with a /) is the caller's
+# folder's: made whole before the cd below; the default gpu-check/ is the repository's
+OUTDIR=${1:-${OUT:-}}
+case $OUTDIR in "" | /*) ;; *) OUTDIR=$PWD/${OUTDIR#./} ;; esac
+case ${GPU_CHECK_WORK:-/} in /*) ;; *) GPU_CHECK_WORK=$PWD/${GPU_CHECK_WORK#./} ;; esac
+case ${PYTHON:-/} in /*) ;; */*) PYTHON=$PWD/${PYTHON#./} ;; esac
 cd "$(dirname "$0")/.."
-OUTDIR=${1:-${OUT:-gpu-check}}
+OUTDIR=${OUTDIR:-gpu-check}
 mkdir -p "$OUTDIR"
 OUTDIR=$(cd "$OUTDIR" && pwd)
 PY=${PYTHON:-python3}

@@ -80,3 +80,35 @@ def test_a_gpu_shell_scripts_help_says_what_it_does_and_runs_nothing(tmp_path: P
     first = (ROOT / script).read_text(encoding="utf-8").splitlines()[1].lstrip("# ")
     assert proc.stdout.startswith(first) and "#" not in proc.stdout.splitlines()[0], proc.stdout
     assert sorted(tmp_path.rglob("*")) == before
+
+
+@pytest.mark.parametrize("given", ["argument", "OUT"])
+def test_the_gpu_checks_relative_folders_are_the_callers(tmp_path: Path, given: str) -> None:
+    """``cd ~/runs && bash ~/nlsim/scripts/gpu_check.sh out`` wrote ``~/nlsim/out`` (the script moves to the
+    repository first), and a relative GPU_CHECK_WORK or PYTHON was read from there too: the work folder
+    removed and made anew inside the repository. They are now the caller's folder's. The check runs from a
+    copy with a stand-in Python that fails, so that it stops after the set-up's log."""
+    repo, caller = tmp_path / "repo", tmp_path / "caller"
+    for rel in ("scripts/gpu_check.sh", "scripts/gpu_site.sh"):
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / rel, repo / rel)
+    python = caller / "py" / "python3"
+    python.parent.mkdir(parents=True)
+    python.write_text('#!/bin/sh\necho "stand-in python $*"\nexit 1\n')
+    python.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "PYTHON": "py/python3", "GPU_CHECK_WORK": "work"}
+    args = ["out"] if given == "argument" else []
+    if given == "OUT":
+        env["OUT"] = "out"
+    proc = subprocess.run(
+        ["bash", str(repo / "scripts" / "gpu_check.sh"), *args],
+        cwd=caller,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "stand-in python scripts/compile_imports.py" in (caller / "out" / "setup.log").read_text()
+    assert (caller / "work").is_dir() and (caller / "out" / "gpu_check.md").is_file()
+    assert sorted(p.name for p in repo.iterdir()) == ["scripts"]
