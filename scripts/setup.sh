@@ -99,7 +99,9 @@ else
   fi
 fi
 stamp=.venv/.nlsim-installed
-want=$(cat pyproject.toml requirements/constraints.txt requirements/no-deps.txt scripts/setup.sh | sha256sum | cut -c1-16)
+# what is installed, and where: a moved clone's editable install and .venv/bin/nlsim name the old folder
+inputs=(pyproject.toml requirements/constraints.txt requirements/no-deps.txt scripts/setup.sh)
+want=$({ cat "${inputs[@]}" && pwd -P; } | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   if ! .venv/bin/python -m pip --version > /dev/null 2>&1; then  # a .venv made without pip (Debian's venv
     # without python3.X-venv leaves one): pip's own bootstrap puts it in, or the user is told what to do

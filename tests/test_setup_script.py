@@ -109,7 +109,10 @@ def test_a_home_nlsim_refuses_is_named_by_the_set_up_not_left_to_the_job(tmp_pat
     venv_python.chmod(0o755)
     inputs = "pyproject.toml requirements/constraints.txt requirements/no-deps.txt scripts/setup.sh"
     want = subprocess.run(
-        ["bash", "-c", f"cat {inputs} | sha256sum | cut -c1-16"], cwd=tmp_path, capture_output=True, text=True
+        ["bash", "-c", f"{{ cat {inputs}; pwd -P; }} | sha256sum | cut -c1-16"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     ).stdout
     (tmp_path / ".venv" / ".nlsim-installed").write_text(want)
     (tmp_path / "a-file").write_text("not a folder")
@@ -161,3 +164,48 @@ def test_a_relative_python_is_the_callers_folders(tmp_path: Path) -> None:
     )
     assert "setup: creating .venv with 3.11\n" in done.stdout, done.stdout + done.stderr
     assert "not found" not in done.stderr, done.stderr
+
+
+def test_a_second_run_installs_nothing_and_a_moved_clone_installs_again(tmp_path: Path) -> None:
+    """The install is stamped, so a second run only checks it. The stamp did not say where the clone was:
+    a clone moved (``mv ~/nlsim ~/src/nlsim``) kept .venv's stamp, so nothing was installed again, while the
+    editable install still pointed at the old folder and ``.venv/bin/nlsim`` began with the old path of its
+    Python (``bash run.sh``: 'bad interpreter: No such file or directory'). A moved clone now installs again.
+    (A stand-in .venv Python that logs each ``pip install``.)"""
+    first, moved = tmp_path / "first", tmp_path / "moved"
+    for name in (
+        "pyproject.toml",
+        "requirements/constraints.txt",
+        "requirements/no-deps.txt",
+        "scripts/setup.sh",
+    ):
+        (first / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, first / name)
+    venv_python = first / ".venv" / "bin" / "python"
+    venv_python.parent.mkdir(parents=True)
+    logs = 'case "$*" in *sys.version_info*) echo 3.11 ;; "-m pip install"*) echo installed >> "$LOG" ;; esac'
+    venv_python.write_text(f"#!/bin/sh\n{logs}\nexit 0\n")
+    venv_python.chmod(0o755)
+    log = tmp_path / "log.txt"
+
+    def installs(root: Path) -> int:
+        log.write_text("")
+        done = subprocess.run(
+            ["bash", str(root / "scripts" / "setup.sh"), "--no-model"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"PATH": "/usr/bin:/bin", "LOG": str(log), "NLSIM_SETUP_INSTALLER": "pip"},
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return len(log.read_text().splitlines())
+
+    assert installs(first) > 0
+    assert installs(first) == 0
+    first.rename(moved)
+    assert installs(moved) > 0
+    assert installs(moved) == 0
+    (moved / "requirements" / "no-deps.txt").unlink()  # a file the stamp reads, missing: no install
+    done = subprocess.run(["bash", str(moved / "scripts" / "setup.sh")], capture_output=True, text=True)
+    assert done.returncode == 1 and "requirements/no-deps.txt: No such file" in done.stderr, done.stderr
+    assert not log.read_text() and "installing" not in done.stdout
