@@ -35,8 +35,9 @@ gpu_site() {
 gpu_faiss() {
   local py=$1 dest=/tmp/nlsim-faiss-gpu parts=/tmp/nlsim-faiss-parts nvidia libs
   if [ ! -d "$dest/faiss-gpu/faiss" ]; then
-    mkdir -p "$parts"
-    [ -d .gpu-faiss ] && cp -f .gpu-faiss/faiss-gpu.tar.xz.* "$parts"/ 2>/dev/null  # the parts brought now win
+    if [ -d .gpu-faiss ]; then  # the parts brought now win
+      mkdir -p "$parts" && cp -f .gpu-faiss/faiss-gpu.tar.xz.* "$parts"/ 2>/dev/null
+    fi
     ls "$parts"/faiss-gpu.tar.xz.* > /dev/null 2>&1 || { echo "FAISS GPU build: not brought"; return 0; }
     rm -rf "$dest" "$dest.tmp" && mkdir -p "$dest.tmp"
     # unpacked beside, then moved: a cut-short unpack is never taken for a whole one
