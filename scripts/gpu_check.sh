@@ -12,7 +12,7 @@
 # GPU_CHECK_WARM=0 leaves out the warm rerun, GPU_CHECK_EMBED=0 the embedding benchmark, GPU_CHECK_SEARCH=0
 # the FAISS benchmark.
 # It writes one summary, gpu_check.md, with the logs and JSON records beside it, into $OUT (or the folder
-# given as the first argument, default gpu-check/).
+# given as the first argument, default gpu-check/), and exits 1 when a stage failed (the summary says which).
 #
 # On a machine that has nlsim installed (pip install -e '.[gpu]' or '.[gpu-cu12]'), run it as it is. On a
 # bare machine with torch, transformers and the scientific stack but without opencc, faiss, openpyxl or
@@ -56,13 +56,14 @@ say "- CPU: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores"
 say "- $("$PY" -c 'import torch, transformers, faiss; print("torch", torch.__version__, "CUDA", torch.version.cuda, "| transformers", transformers.__version__, "| faiss", faiss.__version__, "GPUs seen by FAISS:", faiss.get_num_gpus() if hasattr(faiss, "StandardGpuResources") else "none (CPU build)")' 2>&1 | tail -1)"
 say ""
 
+failed=0  # the stages that failed: the check's exit status
 stage() {  # stage NAME LOG COMMAND...: run, time, keep the log's tail in the summary on failure
   local name=$1 log=$2 t0=$SECONDS rc
   shift 2
   "$@" > "$OUTDIR/$log" 2>&1
   rc=$?
   say "- $name: exit $rc, $((SECONDS - t0)) s (log: $log)"
-  [ $rc -eq 0 ] || { tail -n 15 "$OUTDIR/$log" | sed 's/^/    /' >> "$SUMMARY"; }
+  [ $rc -eq 0 ] || { failed=$((failed + 1)); tail -n 15 "$OUTDIR/$log" | sed 's/^/    /' >> "$SUMMARY"; }
   return $rc
 }
 
@@ -155,4 +156,8 @@ for name in ("gpu_embed.json", "gpu_search.json"):
     for row in rec.get("rows", []):
         print("- " + ", ".join(f"{k} {v}" for k, v in row.items()))
 EOF
+if [ "$failed" -gt 0 ]; then
+  echo "summary: $SUMMARY ($failed stage$([ "$failed" -gt 1 ] && echo s) failed)"
+  exit 1
+fi
 echo "summary: $SUMMARY"

@@ -147,3 +147,40 @@ def test_a_gpu_site_that_could_not_be_made_is_said_and_made_again(tmp_path: Path
     assert proc.stdout.splitlines() == ["rc=1", "rc=1"], proc.stdout + proc.stderr
     assert "could not be made from .gpu/" in proc.stderr, proc.stderr
     assert not site.exists()
+
+
+@pytest.mark.parametrize("chain_exit", [0, 3])
+def test_the_gpu_check_exits_1_when_a_stage_failed(tmp_path: Path, chain_exit: int) -> None:
+    """The GPU check wrote 'cold chain: exit 3' into its summary and exited 0 all the same: whoever ran it
+    (a CI step, a remote call) read a failed chain as a good check. It now exits 1 when a stage failed, and
+    says how many. The check runs from a copy with a stand-in Python whose ``-m nlsim`` exits ``chain_exit``
+    and whose every other call succeeds (the benchmarks and the warm rerun left out)."""
+    repo, out = tmp_path / "repo", tmp_path / "out"
+    for rel in ("scripts/gpu_check.sh", "scripts/gpu_site.sh"):
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / rel, repo / rel)
+    python = tmp_path / "python3"
+    python.write_text(f'#!/bin/sh\n[ "$1 $2" = "-m nlsim" ] && exit {chain_exit}\nexit 0\n')
+    python.chmod(0o755)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHON": str(python),
+        "OUT": str(out),
+        "GPU_CHECK_WORK": str(tmp_path / "work"),
+        "GPU_CHECK_WARM": "0",
+        "GPU_CHECK_EMBED": "0",
+        "GPU_CHECK_SEARCH": "0",
+    }
+    proc = subprocess.run(
+        ["bash", str(repo / "scripts" / "gpu_check.sh")],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    summary = (out / "gpu_check.md").read_text()
+    assert f"- cold chain: exit {chain_exit}," in summary, summary
+    assert proc.returncode == (1 if chain_exit else 0), proc.stdout[-2000:] + proc.stderr[-2000:]
+    last = proc.stdout.splitlines()[-1]
+    assert last == f"summary: {out / 'gpu_check.md'}" + (" (1 stage failed)" if chain_exit else ""), last
