@@ -39,11 +39,20 @@ bash scripts/setup.sh --all-bytecode --no-model  # the tests also read what the 
 bash scripts/setup_browser.sh  # chromium-headless-shell and fonts-noto-cjk for the report-page tests
 export PREFECT_SERVER_ANALYTICS_ENABLED=false DO_NOT_TRACK=1
 # the tests' temporary folders (model copies, a session home) go under TMPDIR: say how much room there is,
-# so that a run that fills the disk says so at its start, not only in its failures
-echo "free space under ${TMPDIR:-/tmp}: $(df -Ph "${TMPDIR:-/tmp}" | awk 'NR==2 {print $4}')"
+# so that a run that fills the disk says so at its start, not only in its failures. Python takes the first
+# of TMPDIR, TEMP, TMP and /tmp that is a folder it can write in: a TMPDIR that is none is named
+tmp=/tmp
+for dir in "${TMPDIR:-}" "${TEMP:-}" "${TMP:-}"; do
+  if [ -n "$dir" ] && [ -d "$dir" ] && [ -w "$dir" ]; then tmp=$dir && break; fi
+done
+if [ -n "${TMPDIR:-}" ] && [ "$tmp" != "$TMPDIR" ]; then
+  echo "warning: TMPDIR=$TMPDIR is not a folder this user can write in: the tests' temporary folders go to" \
+    "$tmp instead (make the folder, or unset TMPDIR)" >&2
+fi
+echo "free space under $tmp: $(df -Ph "$tmp" | awk 'NR==2 {print $4}')"
 # measured (docs/measurements.md): the suite's temporary folders and test home take up to about 2 GB at once
-if [ "$(df -Pk "${TMPDIR:-/tmp}" | awk 'NR==2 {print $4}')" -lt $((3 * 1024 * 1024)) ]; then
-  echo "warning: less than 3 GB free under ${TMPDIR:-/tmp}; the suite's temporary folders (models, reports," \
+if [ "$(df -Pk "$tmp" | awk 'NR==2 {print $4}')" -lt $((3 * 1024 * 1024)) ]; then
+  echo "warning: less than 3 GB free under $tmp; the suite's temporary folders (models, reports," \
     "the test NLSIM_HOME) take up to about 2 GB at once: tests that save a model may fail for want of room" >&2
 fi
 echo "style: ruff check and ruff format --check"

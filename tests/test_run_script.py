@@ -90,3 +90,26 @@ def test_relative_paths_in_the_environment_are_the_callers_folders(tmp_path: Pat
         assert lines[0] == "setup " + " ".join(f"{k}={v}" for k, v in want.items()), lines
         if script == "run.sh":
             assert lines[1].split(" ", 1)[1] == lines[0].split(" ", 1)[1], lines
+
+
+def test_test_sh_names_a_tmpdir_that_is_no_folder(tmp_path: Path) -> None:
+    """With TMPDIR naming no folder, ``bash test.sh`` printed 'free space under /x: ' with nothing after it,
+    df's 'No such file or directory' twice and bash's 'integer expression expected', and gave no warning,
+    while Python put the tests' temporary folders elsewhere. It now says so, and measures /tmp. (The script
+    runs from a copy whose set-up does nothing and whose ruff fails, so that it stops before the tests.)"""
+    shutil.copy(ROOT / "test.sh", tmp_path / "test.sh")
+    for name in ("setup.sh", "setup_browser.sh"):
+        _recording(tmp_path / "scripts" / name, "")
+    ruff = tmp_path / ".venv" / "bin" / "ruff"
+    ruff.parent.mkdir(parents=True)
+    ruff.write_text("#!/bin/sh\nexit 1\n")
+    ruff.chmod(0o755)
+    missing = tmp_path / "no-such-folder"
+    env = {"PATH": "/usr/bin:/bin", "SEEN": str(tmp_path / "seen.txt"), "TMPDIR": str(missing)}
+    done = subprocess.run(["bash", str(tmp_path / "test.sh")], capture_output=True, text=True, env=env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    said = f"TMPDIR={missing} is not a folder this user can write in: the tests' temporary folders go to"
+    assert said in done.stderr and "integer expression" not in done.stderr, done.stderr
+    assert "No such file" not in done.stderr, done.stderr
+    free = next(line for line in done.stdout.splitlines() if line.startswith("free space under"))
+    assert free.startswith("free space under /tmp: ") and free != "free space under /tmp: ", free
