@@ -9,7 +9,7 @@
 # (--no-model: not).
 # PYTHON names the Python .venv is made with (default python3; 3.11 or 3.12, as pyproject.toml requires): another
 # one, or a .venv made with one (or with a Python since removed), is refused before anything is installed,
-# with what to do.
+# with what to do; a .venv made with another supported version is kept, and the set-up says so.
 # Bytecode: what nlsim imports is compiled as it is installed (scripts/compile_imports.py); --all-bytecode
 # compiles the other installed packages too (once), as the tests and Prefect's server read them (test.sh).
 set -euo pipefail
@@ -96,6 +96,11 @@ else
     echo "setup: $(said .venv/bin/python "$version"); nlsim needs $NEED: remove .venv" \
       "(rm -rf .venv), then run again (PYTHON=python3.11 names the Python to make it with)" >&2
     exit 2
+  fi
+  wanted=$(if [ -n "${PYTHON:-}" ]; then py_version "$PY"; fi)  # a Python named for a .venv already made
+  if [ -n "$wanted" ] && [ "$wanted" != "$version" ]; then
+    step ".venv was made with Python $version and is kept: PYTHON=$PY (Python $wanted) makes .venv only" \
+      "where there is none: remove .venv (rm -rf .venv), then run again to make it with that one"
   fi
 fi
 stamp=.venv/.nlsim-installed

@@ -209,3 +209,17 @@ def test_a_second_run_installs_nothing_and_a_moved_clone_installs_again(tmp_path
     done = subprocess.run(["bash", str(moved / "scripts" / "setup.sh")], capture_output=True, text=True)
     assert done.returncode == 1 and "requirements/no-deps.txt: No such file" in done.stderr, done.stderr
     assert not log.read_text() and "installing" not in done.stdout
+
+
+def test_a_python_named_for_a_venv_made_with_another_is_said_to_go_unused(tmp_path: Path) -> None:
+    """``PYTHON=python3.12 bash run.sh`` where .venv was made with 3.11 kept .venv, as it should, and said
+    nothing: the user took the run for one on 3.12. The set-up now says that .venv is kept and how to make
+    it with the Python named; a PYTHON of the .venv's own version is passed over without a word."""
+    fake_python(tmp_path / ".venv" / "bin" / "python", "3.11")
+    for version, said in (("3.12", True), ("3.11", False)):
+        py = fake_python(tmp_path / f"python{version}", version)
+        done = setup(tmp_path, PYTHON=str(py))
+        note = f"setup: .venv was made with Python 3.11 and is kept: PYTHON={py} (Python {version}) makes"
+        assert (note in done.stdout) is said, done.stdout + done.stderr
+        if said:
+            assert "remove .venv (rm -rf .venv), then run again" in done.stdout, done.stdout
