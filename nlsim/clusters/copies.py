@@ -54,7 +54,7 @@ from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.order import order_keys
 from nlsim.io.cells import shown_text, unseen
 
-COPY_KEY_VERSION = 14
+COPY_KEY_VERSION = 15
 """Which definition of :func:`copy_key` grouped the copies, kept in a daily state's identity: a state whose
 copies an earlier one grouped (1: the characters that show nothing kept, a mark between two digits dropped;
 a state written then has none; 2: HTML markup read as written, ``AT&amp;T`` not ``AT&T``, and a minus sign
@@ -77,7 +77,8 @@ closing its title and a dateline opening its description words of the copy, ``Fl
 the copy, ``寶馬新X5首發(圖)`` no copy of ``寶馬新X5首發``; 11: some sources a feed names words of the copy,
 ``- 民視新聞網``, ``- CNBC``, and a box-drawing line a symbol, ``颱風 ─ 中央社`` no copy of ``颱風``; 13: a
 dateline of places parted by slashes words of the copy, ``HONG KONG/SHANGHAI (Reuters) - Floods`` no copy
-of ``Floods``) is paired again,
+of ``Floods``; 14: a headline in title case before an agency in brackets a dateline,
+``NASA Delays Launch (AP) - Yahoo News`` a copy of ``FBI Raids Home (AP) - Yahoo News``) is paired again,
 so that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
@@ -156,7 +157,8 @@ WIRE_AGENCIES_EN = "reuters|ap|afp|xinhua|bloomberg|cna|kyodo|yonhap|upi|dpa|pti
 DATELINE = re.compile(
     rf"^\s*(?:(?P<open>[(\[【〔])\s*)?(?:{WIRE_AGENCIES_ZH})(?:記者|记者)?[^\W\d_]{{0,12}}?"
     r"(?:\d{1,2}月)?\d{1,2}日(?:電|电|訊|讯)(?(open)\s*[)\]】〕]|(?=[\s(\[【〔:,]|$))"
-    r"|^\s*(?-i:[A-Z][A-Z.'-]+(?:[ ,]+[A-Z][A-Za-z.'-]*){0,4}"
+    r"|^\s*(?-i:[A-Z][A-Z.'-]+(?: +[A-Z][A-Z.'-]+){0,4}"
+    r"(?:\s*,\s*[A-Z][A-Za-z.'-]*(?: +[A-Z][A-Za-z.'-]*){0,2}){0,2}"
     r"(?:\s*/\s*[A-Z][A-Z.'-]+(?:\s+[A-Z][A-Z.'-]+){0,3}){0,3}(?:,\s*[A-Z][a-z]{2,8}\.?\s+\d{1,2})?\s*)?"
     rf"\((?:{WIRE_AGENCIES_EN})\)\s*[{DASH_MARKS}]+",
     re.IGNORECASE,
@@ -169,7 +171,8 @@ place, perhaps the day, and the agency in brackets before a dash (``BEIJING (Reu
 ``WASHINGTON, Dec 6 (Reuters) -``, ``TAIPEI, Taiwan (AP) —``, or places parted by slashes, as a story
 filed from two or more is, ``HONG KONG/SHANGHAI (Reuters) -``, ``LONDON/NEW YORK, Dec 6 (Reuters) -``);
 not an agency's name alone (``中央社：``), a date alone (``12月6日``) nor a place in lower case (``Man bites
-dog (AP) -``: a wire's English place is in capitals)."""
+dog (AP) -``: a wire's English place is in capitals, word by word, and goes on in small letters only after a
+comma, ``SAN JUAN, Puerto Rico``; a headline in title case, ``NASA Delays Launch (AP) -``, is no place)."""
 
 BYLINE = (
     r"[(\[【〔]\s*(?:(?:記者|记者|實習記者|实习记者|特派員|特派员)(?!會|会|節|节|證|证|們|们|站|室|團|团|招待|協會|协会|遭|被|手記|手记|提問|提问|追問|追问)\s*[/:]?"

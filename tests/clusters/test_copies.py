@@ -680,3 +680,31 @@ def test_a_box_drawing_line_set_as_a_dash_is_a_dash():
         assert copy_key(f"颱風來了 {dash} 中央社") == story, dash
         assert copy_key(f"颱風{dash}高雄停班") == copy_key("颱風—高雄停班"), dash
         assert copy_key(f"比分2{dash}1") == copy_key("比分2-1") != copy_key("比分21"), dash
+
+
+def test_a_title_cased_headline_before_an_agency_in_brackets_is_no_dateline():
+    """A feed's headline in title case that opens with an acronym and carries the agency in brackets before
+    a dash (``NASA Delays Artemis Launch (AP) - Yahoo News``) was read as a dateline up to the dash, so two
+    unrelated stories from one feed kept only the feed's name and were copies. A dateline's place is in
+    capitals word by word (``NEW YORK``, ``RIO DE JANEIRO``); only after a comma does it go on in small
+    letters (``TAIPEI, Taiwan``, ``SAN JUAN, Puerto Rico``), and those datelines still go."""
+    nasa = "NASA Delays Artemis Launch (AP) - Yahoo News"
+    fbi = "FBI Raids Trump Home (AP) - Yahoo News"
+    assert copy_key(nasa) != copy_key(fbi)
+    assert find_copies(["n", "f"], [nasa, fbi]).groups() == []
+    assert copy_key("US Stocks Fall Sharply (Reuters) - talks") != copy_key("talks")
+    plain = copy_key("Storm hits the coast")
+    for dateline in (
+        "NEW YORK (AP) - ",
+        "RIO DE JANEIRO (Reuters) - ",
+        "UNITED NATIONS (AP) — ",
+        "ST. LOUIS (AP) - ",
+        "WASHINGTON, D.C. (AP) - ",
+        "TAIPEI, Taiwan (AP) — ",
+        "SAN JUAN, Puerto Rico (AP) - ",
+        "FORT LAUDERDALE, Fla. (AP) - ",
+        "KYIV, Ukraine, Dec 6 (Reuters) - ",
+        "NEW YORK, Dec. 6 (AP) - ",
+        "LONDON/NEW YORK, Dec 6 (Reuters) - ",
+    ):
+        assert copy_key(f"{dateline}Storm hits the coast") == plain, dateline
