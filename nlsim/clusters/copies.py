@@ -54,7 +54,7 @@ from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.order import order_keys
 from nlsim.io.cells import shown_text, unseen
 
-COPY_KEY_VERSION = 15
+COPY_KEY_VERSION = 16
 """Which definition of :func:`copy_key` grouped the copies, kept in a daily state's identity: a state whose
 copies an earlier one grouped (1: the characters that show nothing kept, a mark between two digits dropped;
 a state written then has none; 2: HTML markup read as written, ``AT&amp;T`` not ``AT&T``, and a minus sign
@@ -78,7 +78,8 @@ the copy, ``寶馬新X5首發(圖)`` no copy of ``寶馬新X5首發``; 11: some 
 ``- 民視新聞網``, ``- CNBC``, and a box-drawing line a symbol, ``颱風 ─ 中央社`` no copy of ``颱風``; 13: a
 dateline of places parted by slashes words of the copy, ``HONG KONG/SHANGHAI (Reuters) - Floods`` no copy
 of ``Floods``; 14: a headline in title case before an agency in brackets a dateline,
-``NASA Delays Launch (AP) - Yahoo News`` a copy of ``FBI Raids Home (AP) - Yahoo News``) is paired again,
+``NASA Delays Launch (AP) - Yahoo News`` a copy of ``FBI Raids Home (AP) - Yahoo News``; 15: a hyphen
+between two letters no mark, ``re-sign`` a copy of ``resign``) is paired again,
 so that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
@@ -277,7 +278,9 @@ def copy_key(text: str | Sequence[str]) -> str:
     are punctuation (:data:`SYMBOL_MARKS`). White space or
     punctuation between two digits is kept, as one mark (``.``): ``1.5%`` and ``15%``, ``2-1`` and ``21`` are
     other numbers, where ``1.5%`` and ``1,5 %`` are one; a thousands separator is not part of the number
-    (:data:`GROUPING`): ``3,000``, ``3 000`` and ``3000`` are one. A minus sign is a hyphen, Big5's tilde
+    (:data:`GROUPING`): ``3,000``, ``3 000`` and ``3000`` are one. A hyphen that joins two letters with no
+    space is kept too, as ``-`` (:func:`_hyphenated`): ``re-sign`` is not ``resign``, where ``re - sign``
+    (a dash) is. A minus sign is a hyphen, Big5's tilde
     and slash as a table decoded them a tilde and a slash, a midline ellipsis an ellipsis (:data:`STAND_INS`).
     A flash label that opens the text (:data:`FLASH`: ``【快訊】``, ``快訊／``, ``[Breaking]``,
     ``UPDATE 1-``), a wire's dateline or a byline that opens it (:data:`DATELINE`:
@@ -320,9 +323,24 @@ def copy_key(text: str | Sequence[str]) -> str:
         digits = marks and kept and kept[-1].isdecimal() and ch.isdecimal()
         if digits and not _groups(folded, last, marks, at):
             kept.append(".")  # 1.5 is not 15: the mark between two digits is part of the number
+        elif marks and kept and _hyphenated(kept[-1], marks, ch):
+            kept.append("-")  # re-sign is not resign
         kept.append(ch)
         marks, last = "", at
     return "".join(kept)
+
+
+def _hyphenated(before: str, marks: str, after: str) -> bool:
+    """Whether ``marks``, set between the letters ``before`` and ``after``, join them as a hyphen does a
+    compound: a hyphen (:data:`HYPHENS`) with no space, between two letters of a script that spaces its
+    words (``re-sign``, ``U.S.-China``; not ``re - sign``, a dash, ``F-16``, nor CJK text).
+
+    >>> _hyphenated("e", "-", "s"), _hyphenated("e", " - ", "s"), _hyphenated("f", "-", "1")
+    (True, False, False)
+    """
+    if not any(m in HYPHENS for m in marks) or any(m.isspace() for m in marks):
+        return False
+    return all(ch.isalpha() and _spaced_word(ch) for ch in (before, after))
 
 
 def _unlabelled(text: str) -> str:

@@ -708,3 +708,21 @@ def test_a_title_cased_headline_before_an_agency_in_brackets_is_no_dateline():
         "LONDON/NEW YORK, Dec 6 (Reuters) - ",
     ):
         assert copy_key(f"{dateline}Storm hits the coast") == plain, dateline
+
+
+def test_a_hyphen_between_two_letters_is_kept_in_the_key():
+    """``Coach to re-sign`` and ``Coach to resign`` say opposite things, and so do ``re-cover`` and
+    ``recover``: the key dropped the hyphen between the two letters and made them copies. A hyphen that
+    joins two letters with no space is kept (whatever its form: ``‐``, U+2011); one set apart as a dash,
+    or between a letter and a figure (``F-16``, ``COVID-19``), still goes, and CJK text joins no words by
+    one."""
+    assert copy_key("Coach to re-sign after title") != copy_key("Coach to resign after title")
+    assert find_copies(["a", "b"], ["Coach to re-sign", "Coach to resign"]).groups() == []
+    assert copy_key("Firm to re-cover losses") != copy_key("Firm to recover losses")
+    for hyphen in ("\u2010", "\u2011"):
+        assert copy_key(f"Coach to re{hyphen}sign") == copy_key("Coach to re-sign"), hyphen
+    assert copy_key("U.S.-China talks") == copy_key("US-China talks")
+    assert copy_key("Coach to re - sign") == copy_key("Coach to resign")
+    assert copy_key("F-16 crashes") == copy_key("F16 crashes")
+    assert copy_key("COVID-19 cases rise") == copy_key("COVID 19 cases rise")
+    assert copy_key("颱風-高雄停班") == copy_key("颱風 高雄停班")
