@@ -54,7 +54,7 @@ from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.order import order_keys
 from nlsim.io.cells import shown_text, unseen
 
-COPY_KEY_VERSION = 16
+COPY_KEY_VERSION = 17
 """Which definition of :func:`copy_key` grouped the copies, kept in a daily state's identity: a state whose
 copies an earlier one grouped (1: the characters that show nothing kept, a mark between two digits dropped;
 a state written then has none; 2: HTML markup read as written, ``AT&amp;T`` not ``AT&T``, and a minus sign
@@ -79,7 +79,8 @@ the copy, ``寶馬新X5首發(圖)`` no copy of ``寶馬新X5首發``; 11: some 
 dateline of places parted by slashes words of the copy, ``HONG KONG/SHANGHAI (Reuters) - Floods`` no copy
 of ``Floods``; 14: a headline in title case before an agency in brackets a dateline,
 ``NASA Delays Launch (AP) - Yahoo News`` a copy of ``FBI Raids Home (AP) - Yahoo News``; 15: a hyphen
-between two letters no mark, ``re-sign`` a copy of ``resign``) is paired again,
+between two letters no mark, ``re-sign`` a copy of ``resign``; 16: the minus before a figure no mark,
+``氣溫-5度`` a copy of ``氣溫5度``) is paired again,
 so that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
@@ -280,8 +281,9 @@ def copy_key(text: str | Sequence[str]) -> str:
     other numbers, where ``1.5%`` and ``1,5 %`` are one; a thousands separator is not part of the number
     (:data:`GROUPING`): ``3,000``, ``3 000`` and ``3000`` are one. A hyphen that joins two letters with no
     space is kept too, as ``-`` (:func:`_hyphenated`): ``re-sign`` is not ``resign``, where ``re - sign``
-    (a dash) is. A minus sign is a hyphen, Big5's tilde
-    and slash as a table decoded them a tilde and a slash, a midline ellipsis an ellipsis (:data:`STAND_INS`).
+    (a dash) is, and so is the minus of a negative figure (:func:`_signed`): ``-5`` is not ``5``. A minus
+    sign is a hyphen, Big5's tilde and slash as a table decoded them a tilde and a slash, a midline ellipsis
+    an ellipsis (:data:`STAND_INS`).
     A flash label that opens the text (:data:`FLASH`: ``【快訊】``, ``快訊／``, ``[Breaking]``,
     ``UPDATE 1-``), a wire's dateline or a byline that opens it (:data:`DATELINE`:
     ``新華社北京12月6日電``, ``BEIJING (Reuters) -``; :data:`OPENING_BYLINE`) and a source's name or a
@@ -325,6 +327,8 @@ def copy_key(text: str | Sequence[str]) -> str:
             kept.append(".")  # 1.5 is not 15: the mark between two digits is part of the number
         elif marks and kept and _hyphenated(kept[-1], marks, ch):
             kept.append("-")  # re-sign is not resign
+        elif marks and ch.isdecimal() and _signed(folded, at):
+            kept.append("-")  # -5 is not 5
         kept.append(ch)
         marks, last = "", at
     return "".join(kept)
@@ -341,6 +345,24 @@ def _hyphenated(before: str, marks: str, after: str) -> bool:
     if not any(m in HYPHENS for m in marks) or any(m.isspace() for m in marks):
         return False
     return all(ch.isalpha() and _spaced_word(ch) for ch in (before, after))
+
+
+def _signed(text: str, at: int) -> bool:
+    """Whether the figure at ``text[at]`` has a minus before it: a hyphen (:data:`HYPHENS`; a minus sign
+    is one, :data:`STAND_INS`) right before it (what shows nothing between them aside), after a space, a
+    mark, CJK text or nothing, not after a letter or a figure of a script that spaces its words
+    (``-5``, ``氣溫-5度``, ``(-0.5%)``; not ``COVID-19``, ``F-16``, nor ``- 5``, a dash set apart).
+
+    >>> _signed("temp -5", 6), _signed("氣溫-5度", 3), _signed("covid-19", 6), _signed("x - 5", 4)
+    (True, True, False, False)
+    """
+    before = at - 1
+    while before >= 0 and unseen(text[before]):
+        before -= 1
+    if before < 0 or text[before] not in HYPHENS:
+        return False
+    ahead = text[before - 1] if before > 0 else ""
+    return not (ahead.isalnum() and _spaced_word(ahead))
 
 
 def _unlabelled(text: str) -> str:

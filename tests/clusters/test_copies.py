@@ -75,8 +75,8 @@ def test_html_a_cms_left_in_a_text_is_read_as_the_text_a_page_shows():
 
 def test_a_minus_sign_is_the_hyphen_it_stands_for():
     """A typographer's minus sign U+2212 (``Nasdaq −2%``, as some CMSs set a figure) is the hyphen-minus a
-    wire writes (``Nasdaq -2%``): the two were no copies, though the key reads ``-2%`` as ``2%`` and a
-    score's ``2-1`` as ``2.1``; it reads the minus sign as the hyphen, and a plus still tells a rise."""
+    wire writes (``Nasdaq -2%``): the two were no copies, though the key reads a score's ``2-1`` as
+    ``2.1``; it reads the minus sign as the hyphen, and a plus still tells a rise."""
     assert copy_key("Nasdaq \u22122% as tech slides") == copy_key("Nasdaq -2% as tech slides")
     assert copy_key("Arsenal 2\u22121 Spurs") == copy_key("Arsenal 2-1 Spurs") != copy_key("Arsenal 21 Spurs")
     assert copy_key("Nasdaq \u22122%") != copy_key("Nasdaq +2%")
@@ -726,3 +726,21 @@ def test_a_hyphen_between_two_letters_is_kept_in_the_key():
     assert copy_key("F-16 crashes") == copy_key("F16 crashes")
     assert copy_key("COVID-19 cases rise") == copy_key("COVID 19 cases rise")
     assert copy_key("颱風-高雄停班") == copy_key("颱風 高雄停班")
+
+
+def test_the_minus_of_a_negative_figure_is_kept_in_the_key():
+    """``玉山氣溫-5度`` and ``玉山氣溫5度`` (five below zero, five above) and ``Nasdaq -2%`` and ``Nasdaq 2%``
+    were one key, the hyphen before the figure dropped as a mark: two days' weather or two sessions were
+    grouped as copies. A hyphen or a minus sign set right before a figure, after a space, a bracket, CJK
+    text or nothing, is the figure's sign and stays; one that joins a word to a figure (``COVID-19``,
+    ``F-16``) or parts two figures (``2-1``) is read as before."""
+    assert copy_key("玉山氣溫-5度 下雪了") != copy_key("玉山氣溫5度 下雪了")
+    assert find_copies(["a", "b"], ["玉山氣溫-5度", "玉山氣溫5度"]).groups() == []
+    assert copy_key("Nasdaq -2% as tech slides") != copy_key("Nasdaq 2% as tech slides")
+    assert copy_key("Nasdaq \u22122% as tech slides") == copy_key("Nasdaq -2% as tech slides")
+    shrinks = copy_key("GDP shrinks (-0.5%)")
+    assert shrinks == copy_key("GDP shrinks ( -0.5 % )") != copy_key("GDP shrinks (0.5%)")
+    assert copy_key("-2% on the day") != copy_key("2% on the day")
+    assert copy_key("COVID-19 cases rise") == copy_key("COVID 19 cases rise")
+    assert copy_key("Arsenal 2-1 Spurs") == copy_key("Arsenal 2 - 1 Spurs") != copy_key("Arsenal 21 Spurs")
+    assert copy_key("Storm - 5 dead") == copy_key("Storm 5 dead")  # a dash set apart is no sign
