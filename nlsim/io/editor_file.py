@@ -83,9 +83,31 @@ method types them), which Excel in a Japanese or Chinese setting reads as a form
 (``＝cmd|' /C calc'!A0`` runs: OWASP www-community issue 1088)."""
 
 
+FORMULA_BLANKS = (
+    " \n\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029"
+    "\u202f\u205f\u3000\u00ad\u061c\u180e\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d"
+    "\u202e\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069\ufeff"
+)
+"""What may come before a formula's start (:data:`ESCAPED_START`) in a cell a spreadsheet still runs: the
+spaces (a space, a line feed, a no-break or an ideographic space) that a spreadsheet trimming a cell
+before reading it (LibreOffice's "trim spaces", a cleanup) takes off, and the characters that show
+nothing (a byte-order mark U+FEFF, a zero-width space U+200B, a joiner, a direction mark or isolate, a
+soft hyphen), which a reader cannot see in front of the ``=``."""
+
+
+def runs_as_formula(text: str) -> bool:
+    """Whether a spreadsheet may run ``text`` as a formula: it starts with :data:`ESCAPED_START`, or does
+    after :data:`FORMULA_BLANKS` (``" =x"``, ``"\\ufeff=x"``, ``"\\u200b+1"``).
+
+    >>> runs_as_formula("=x"), runs_as_formula("\u200b\u3000=x"), runs_as_formula("a =x")
+    (True, True, False)
+    """
+    return text.startswith(ESCAPED_START) or text.lstrip(FORMULA_BLANKS).startswith(ESCAPED_START)
+
+
 def escape(cell: str) -> str:
     """``cell`` as written into an editors' file: an apostrophe in front of a text a spreadsheet would run
-    as a formula (:data:`ESCAPED_START`), as ``pairs.csv`` and the page's export write it, and in front of
+    as a formula (:func:`runs_as_formula`), as ``pairs.csv`` and the page's export write it, and in front of
     one that begins with apostrophes before such a start (an id ``'=x`` is written ``''=x``), so that it
     is never read as the other text escaped (``=x`` is written ``'=x``).
 
@@ -94,7 +116,7 @@ def escape(cell: str) -> str:
     >>> escape("'=x"), unescape(escape("'=x")), unescape(escape("=x"))
     ("''=x", "'=x", '=x')
     """
-    return "'" + cell if cell.lstrip("'").startswith(ESCAPED_START) else cell
+    return "'" + cell if runs_as_formula(cell.lstrip("'")) else cell
 
 
 def unescape(cell: str) -> str:
@@ -103,7 +125,7 @@ def unescape(cell: str) -> str:
     >>> unescape("'=1+1"), unescape("'-5% today"), unescape("'quoted'"), unescape("=1+1")
     ('=1+1', '-5% today', "'quoted'", '=1+1')
     """
-    return cell[1:] if cell.startswith("'") and cell.lstrip("'").startswith(ESCAPED_START) else cell
+    return cell[1:] if cell.startswith("'") and runs_as_formula(cell.lstrip("'")) else cell
 
 
 def overrule_cell(value: Any) -> bool | None:

@@ -401,7 +401,8 @@ def spreadsheet_notice(changes: list[TextChange], shown: int = 20) -> str:
     if fields["formula"]:
         parts.append(
             f"{len(fields['formula']):,} item(s) start with =, +, -, @ (or full-width ＝, ＋, －, ＠), a tab "
-            "or a carriage return, which a spreadsheet would run as a formula (or with apostrophes before "
+            "or a carriage return, perhaps after spaces or characters that show nothing, which a spreadsheet "
+            "would run as a formula (or with apostrophes before "
             "one: <code>'=x</code> would read as <code>=x</code> escaped): <code>report.xlsx</code> "
             "stores such text as text, and "
             f"they begin with an apostrophe {items('formula')}."

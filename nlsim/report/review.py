@@ -147,6 +147,7 @@ def review_meta(record: RunRecord) -> dict[str, Any]:
         "markedColumn": editor_file.MARKED_AT,
         "overruleColumn": editor_file.OVERRULE,
         "formulaStart": list(FORMULA_START),
+        "formulaBlanks": editor_file.FORMULA_BLANKS,
         "stratum": editor_file.PAGE,
     }
 

@@ -16,7 +16,9 @@ plain text:
 - **Formulas**: text starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return is read as a
   formula by spreadsheets (``=HYPERLINK(...)`` a live link, ``=cmd|...`` a DDE command: CSV injection), and
   so, by Excel in a Japanese or Chinese setting, is text starting with their full-width forms ``＝``,
-  ``＋``, ``－``, ``＠`` (:data:`FORMULA_START`).
+  ``＋``, ``－``, ``＠`` (:data:`FORMULA_START`), and by a spreadsheet that trims a cell before reading it,
+  text starting so after spaces or characters that show nothing (``\\ufeff=x``, ``\\u200b+1``:
+  :func:`nlsim.io.editor_file.runs_as_formula`).
   Every text cell of ``report.xlsx`` is stored as a string, never as a formula; numbers stay numbers. A CSV
   file has no cell types, so there such text starts with an apostrophe (OWASP's rule, :func:`csv_text`),
   which spreadsheets show as text, and so does such text after apostrophes of its own (an id ``'=x`` is
@@ -353,7 +355,10 @@ def _may_change(values: pd.Series, xlsx: bool) -> np.ndarray:
     text = pd.Series([v if isinstance(v, str) else None for v in values.tolist()], dtype=object)
     long = text.str.len().to_numpy(dtype=np.float64, na_value=np.nan) > XLSX_CELL_CHARACTERS // 2
     if not xlsx:
-        formula = text.str.lstrip("'").str.startswith(FORMULA_START, na=False).to_numpy(dtype=bool)
+        unquoted = text.str.lstrip("'")
+        formula = unquoted.str.startswith(FORMULA_START, na=False).to_numpy(dtype=bool) | unquoted.str.lstrip(
+            editor_file.FORMULA_BLANKS
+        ).str.startswith(FORMULA_START, na=False).to_numpy(dtype=bool)
         value = text.str.fullmatch(_READ_AS_VALUE, na=False).to_numpy(dtype=bool)
         odd = text.str.contains(_SHEET_ODD, na=False).to_numpy(dtype=bool)
         return np.flatnonzero(formula | long | value | odd)

@@ -420,8 +420,12 @@ HASHED = [
 edges (55/56 and 63/64/65 bytes), two and many blocks, multi-byte UTF-8."""
 
 
-APOSTROPHES = ["=x", "'=x", "''＝x", "'quoted'", "'", "", "a=b", "\t'x"]
-"""Texts for the export's escape: a formula, one after apostrophes of its own, text that is neither."""
+APOSTROPHES = [
+    "=x", "'=x", "''＝x", "'quoted'", "'", "", "a=b", "\t'x",
+    "\ufeff=x", "'\u200b\u3000+x", " -5%", "\u2028@x", "\u200b", " ", "a \u200b=x",
+]  # fmt: skip
+"""Texts for the export's escape: a formula, one after apostrophes of its own, one after spaces or
+characters that show nothing, text that is neither."""
 
 
 def test_the_export_works_over_plain_http_with_hashes_and_formulas_escaped(

@@ -567,6 +567,51 @@ def test_a_title_starting_with_a_full_width_formula_sign_starts_with_an_apostrop
     assert changes == {("w1", "title"), ("w2", "title"), ("w2", "source"), ("w3", "title")}
 
 
+BLANK_FORMULAS = {
+    "z1": ('\ufeff=HYPERLINK("http://x")', "AP"),
+    "z2": ("\u200b\u200b+1+1", "AP"),
+    "z3": (" -5% on the market", "\u3000＠newsroom"),
+    "z4": ("\u200e\u00a0@SUM(1)", "AP"),
+    "z5": ("Floods \u200b=x", "AP"),
+}
+"""Texts a spreadsheet would run as a formula once it trims what opens them (spaces, an ideographic
+space, a byte-order mark, a zero-width space, a direction mark), and one that holds such a start only
+inside it."""
+
+
+def test_a_formula_after_spaces_or_characters_that_show_nothing_starts_with_an_apostrophe(
+    tmp_path: Path,
+) -> None:
+    """A cell whose formula sign comes after spaces or characters that show nothing (U+FEFF, U+200B, a
+    direction mark, an ideographic space) went into ``pairs.csv`` and ``members.csv`` as it was, where a
+    spreadsheet that trims a cell before reading it (LibreOffice's "trim spaces", a cleanup) runs it as a
+    formula. Such text now starts with an apostrophe there, is named among the changed cells, and the
+    editors' files escape and read it back the same way; text holding a formula sign further in is left
+    as it is."""
+    from nlsim.io import editor_file
+    from nlsim.report.spreadsheet import write_csv, written_changes
+
+    for text, source in BLANK_FORMULAS.values():
+        for cell in (text, source):
+            escaped = editor_file.escape(cell)
+            assert editor_file.unescape(escaped) == cell
+            assert editor_file.escape("'" + cell) == ("''" + cell if escaped != cell else "'" + cell)
+    members = pd.DataFrame(
+        {
+            "item_id": list(BLANK_FORMULAS),
+            "title": [t for t, _ in BLANK_FORMULAS.values()],
+            "source": [s for _, s in BLANK_FORMULAS.values()],
+        }
+    )
+    write_csv(members, tmp_path / "members.csv")
+    back = pd.read_csv(tmp_path / "members.csv", encoding="utf-8-sig", dtype=str, keep_default_na=False)
+    titles = [t for t, _ in BLANK_FORMULAS.values()]
+    assert back["title"].tolist() == ["'" + t for t in titles[:4]] + [titles[4]]
+    assert back["source"].tolist() == ["AP", "AP", "'\u3000＠newsroom", "AP", "AP"]
+    changes = {(c.item_id, c.field) for c in written_changes({"members.csv": {"members": members}})}
+    assert changes == {("z1", "title"), ("z2", "title"), ("z3", "title"), ("z3", "source"), ("z4", "title")}
+
+
 def test_an_id_beginning_with_an_apostrophe_before_a_formula_is_told_from_that_formula_escaped(
     tmp_path: Path,
 ) -> None:

@@ -854,8 +854,11 @@
   }
   function sheetText(v) {  // nlsim.report.spreadsheet.csv_text: text a spreadsheet would run as a formula
     var text = v === null || v === undefined ? "" : String(v);
-    var start = text.replace(/^'+/, "").charAt(0);  // after any apostrophes: '=x is written ''=x
-    return start && META.formulaStart.indexOf(start) >= 0 ? "'" + text : text;
+    var rest = text.replace(/^'+/, "");  // after any apostrophes: '=x is written ''=x
+    var at = 0;  // and after spaces or characters that show nothing (nlsim.io.editor_file.runs_as_formula)
+    while (at < rest.length && META.formulaBlanks.indexOf(rest.charAt(at)) >= 0) at++;
+    var formula = function (start) { return start !== "" && META.formulaStart.indexOf(start) >= 0; };
+    return formula(rest.charAt(0)) || formula(rest.charAt(at)) ? "'" + text : text;
   }
   function field(v) { return '"' + (v === null || v === undefined ? "" : String(v)).replace(/"/g, '""') + '"'; }
   var NUMBERS = { similarity: true, score: true, threshold: true };  // numbers stay numbers
