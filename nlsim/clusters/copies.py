@@ -42,19 +42,21 @@ Example:
 from __future__ import annotations
 
 import re
+import sys
 import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import numpy as np
 
 from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.order import order_keys
-from nlsim.io.cells import shown_text, unseen
+from nlsim.io.cells import SHOWS_NOTHING, shown_text, unseen
 
-COPY_KEY_VERSION = 17
+COPY_KEY_VERSION = 18
 """Which definition of :func:`copy_key` grouped the copies, kept in a daily state's identity: a state whose
 copies an earlier one grouped (1: the characters that show nothing kept, a mark between two digits dropped;
 a state written then has none; 2: HTML markup read as written, ``AT&amp;T`` not ``AT&T``, and a minus sign
@@ -80,7 +82,8 @@ dateline of places parted by slashes words of the copy, ``HONG KONG/SHANGHAI (Re
 of ``Floods``; 14: a headline in title case before an agency in brackets a dateline,
 ``NASA Delays Launch (AP) - Yahoo News`` a copy of ``FBI Raids Home (AP) - Yahoo News``; 15: a hyphen
 between two letters no mark, ``re-sign`` a copy of ``resign``; 16: the minus before a figure no mark,
-``氣溫-5度`` a copy of ``氣溫5度``) is paired again,
+``氣溫-5度`` a copy of ``氣溫5度``; 17: a character that shows nothing before a label or a dateline or after
+a source's name kept them words of the copy, ``\\ufeff【快訊】颱風`` no copy of ``颱風``) is paired again,
 so that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
@@ -311,7 +314,7 @@ def copy_key(text: str | Sequence[str]) -> str:
     ('floodsrain', 'floodsrain')
     """
     fields = [text] if isinstance(text, str) else [str(f) for f in text if str(f).strip()] or [""]
-    read = [unicodedata.normalize("NFKC", shown_text(str(f))).translate(STAND_INS) for f in fields]
+    read = [_seen(unicodedata.normalize("NFKC", shown_text(str(f))).translate(STAND_INS)) for f in fields]
     joined = read[0] if len(read) == 1 else " ".join(_unlabelled(f) for f in read)
     folded = _unlabelled(joined).casefold()
     kept: list[str] = []
@@ -332,6 +335,33 @@ def copy_key(text: str | Sequence[str]) -> str:
         kept.append(ch)
         marks, last = "", at
     return "".join(kept)
+
+
+def _seen(text: str) -> str:
+    """``text`` without the characters that show nothing (:func:`~nlsim.io.cells.unseen`), so that one
+    before a flash label or a dateline, or after a source's name, hides none of them from
+    :func:`_unlabelled` (``\\ufeff【快訊】颱風`` is ``【快訊】颱風``).
+
+    >>> _seen("\u200f【快訊】颱風\u3164 - 中央社\ufeff")
+    '【快訊】颱風 - 中央社'
+    """
+    return text if text.isascii() else _unseen_pattern().sub("", text)
+
+
+@cache
+def _unseen_pattern() -> re.Pattern[str]:
+    """Every character :func:`~nlsim.io.cells.unseen` names, as one character class (built once)."""
+    points = sorted(
+        {c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf"}
+        | {ord(ch) for ch in SHOWS_NOTHING}
+    )
+    runs: list[list[int]] = []
+    for c in points:  # as ranges: a class of a few dozen, not hundreds, of characters to try
+        if runs and c == runs[-1][1] + 1:
+            runs[-1][1] = c
+        else:
+            runs.append([c, c])
+    return re.compile("[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in runs) + "]")
 
 
 def _hyphenated(before: str, marks: str, after: str) -> bool:

@@ -744,3 +744,31 @@ def test_the_minus_of_a_negative_figure_is_kept_in_the_key():
     assert copy_key("COVID-19 cases rise") == copy_key("COVID 19 cases rise")
     assert copy_key("Arsenal 2-1 Spurs") == copy_key("Arsenal 2 - 1 Spurs") != copy_key("Arsenal 21 Spurs")
     assert copy_key("Storm - 5 dead") == copy_key("Storm 5 dead")  # a dash set apart is no sign
+
+
+def test_a_character_that_shows_nothing_around_a_label_dateline_or_source_leaves_it_aside_all_the_same():
+    """A byte-order mark left by joined files, a zero-width space or a direction mark a CMS set before a
+    flash label or a dateline, or after a source's name (``\\ufeff【快訊】颱風來了``,
+    ``\\u200fBEIJING (Reuters) - Rain``, ``颱風來了 - 中央社\\u200b``), kept the label, the dateline or the
+    name in the key: the copy looks the same as the one without and was none. What shows nothing is read
+    as absent before the labels are looked for."""
+    story, rain = copy_key("颱風來了"), copy_key("Rain")
+    for text in (
+        "\ufeff【快訊】颱風來了",
+        "\u200b【快訊】颱風來了",
+        "\u3164【快訊】颱風來了",
+        "颱風來了 - 中央社\u200b",
+        "颱風來了 - 中央社\u200e",
+        "颱風來了 -\u200b中央社",
+        "新華社北京12月6日電\u200b 颱風來了",
+    ):
+        assert copy_key(text) == story, text
+    for text in ("\u200fBEIJING (Reuters) - Rain", "Rain | Reuters\ufeff", "\u2066UPDATE 1-Rain\u2069"):
+        assert copy_key(text) == rain, text
+    found = find_copies(["a", "b"], ["\ufeff【快訊】颱風來了", "颱風來了 - 中央社"])
+    assert found.groups() == [["a", "b"]]
+    assert (
+        copy_key("Rally turns anti-\u200bAP")
+        == copy_key("Rally turns anti-AP")
+        != copy_key("Rally turns anti")
+    )
