@@ -19,10 +19,30 @@ from typing import Any
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 RESULTS = HERE / "results"
 CACHE = RESULTS / "cache"
 BASE_VECTORS = CACHE / "thucnews_e5.npy"
 BASE_META = RESULTS / "thucnews_e5.json"
+CORPUS = ROOT / "data" / "thucnews.parquet"
+"""The bundled corpus, the default ``--corpus`` of the benchmarks that embed or deduplicate it: the
+repository's file wherever a benchmark is run from."""
+
+
+def given_path(text: str) -> Path:
+    """An argparse ``type`` for a file or folder given on the command line: made absolute against the
+    folder the benchmark is run from, so that the child processes it starts in the repository (and the
+    checks before them) read the file meant, not one of the same name under the repository."""
+    return Path(os.path.abspath(os.path.expanduser(text)))
+
+
+def shown(path: str | Path) -> str:
+    """``path`` as the results name it: relative to the repository where it lies inside it (the same on
+    every machine), else as it is."""
+    try:
+        return str(Path(path).relative_to(ROOT))
+    except ValueError:
+        return str(path)
 
 
 def peak_rss_mb() -> float:

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, check_files, machine, print_table, sized_stem  # noqa: E402
+from _common import CORPUS, RESULTS, check_files, given_path, machine, print_table, sized_stem  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -52,8 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
         "--corpus",
-        default="data/thucnews.parquet",
-        help="the corpus of the timed nlsim dedup run (default: data/thucnews.parquet)",
+        type=given_path,
+        default=CORPUS,
+        help="the corpus of the timed nlsim dedup run (default: the repository's data/thucnews.parquet)",
     )
     ap.add_argument(
         "--threshold",
@@ -73,14 +74,14 @@ def stem_of(ap: argparse.ArgumentParser, ns: argparse.Namespace) -> str:
 def main(argv: list[str] | None = None) -> None:
     ap = build_parser()
     ns = ap.parse_args(argv)
-    check_files(ap, "--corpus", [Path(ns.corpus)])
+    check_files(ap, "--corpus", [ns.corpus])
     stem = stem_of(ap, ns)
     host = machine()  # the load average before the benchmark's own runs
     env = {**os.environ, "NLSIM_HOME": os.environ.get("NLSIM_HOME", str(Path.home() / ".cache/nlsim"))}
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         cache_env = {**env}
-        base = ["--corpus", ns.corpus, "--threshold", str(ns.threshold), "--no-progress"]
+        base = ["--corpus", str(ns.corpus), "--threshold", str(ns.threshold), "--no-progress"]
         wall, peak, run = run_once([*base, "--out", f"{tmp}/cold", "--no-cache"], cache_env)
         rows.append(
             {

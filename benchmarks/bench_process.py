@@ -41,8 +41,10 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
 from _common import (  # noqa: E402
+    CORPUS,
     RESULTS,
     check_files,
+    given_path,
     machine,
     machine_record,
     needs_bench_extra,
@@ -77,7 +79,7 @@ def command(variant: str, args: argparse.Namespace, out: Path) -> list[str]:
             "--prompt",
             prompt,
             "--corpus",
-            args.corpus,
+            str(args.corpus),
             "--out",
             str(out),
             "--backend",
@@ -94,7 +96,7 @@ def command(variant: str, args: argparse.Namespace, out: Path) -> list[str]:
         "nlsim",
         "embed",
         "--corpus",
-        args.corpus,
+        str(args.corpus),
         "--out",
         str(out),
         "--model",
@@ -157,8 +159,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument(
         "--corpus",
-        default="data/thucnews.parquet",
-        help="the corpus embedded, its titles (default: data/thucnews.parquet)",
+        type=given_path,
+        default=CORPUS,
+        help="the corpus embedded, its titles (default: the repository's data/thucnews.parquet)",
     )
     ap.add_argument("--threads", type=positive(), default=2, help="CPU threads of every process (default: 2)")
     ap.add_argument(
@@ -179,7 +182,7 @@ def main(argv: list[str] | None = None) -> None:
     for v in variants:
         if v not in VARIANTS:
             ap.error(f"argument --variants: unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
-    check_files(ap, "--corpus", [Path(args.corpus)])
+    check_files(ap, "--corpus", [args.corpus])
     if "st" in variants:  # before any process is timed
         needs_bench_extra(ap, "the st variant", ("sentence_transformers",))
     where = machine()

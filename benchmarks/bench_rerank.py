@@ -46,12 +46,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
+    CORPUS,
     RESULTS,
     check_files,
+    given_path,
     machine,
     machine_record,
     positive,
     print_table,
+    shown,
     sized_stem,
 )
 
@@ -235,13 +238,16 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
         "--model",
-        default="benchmarks/results/cache/models/e5-thucnews",
-        help="a model folder with a reranker (default: benchmarks/results/cache/models/e5-thucnews)",
+        type=given_path,
+        default=RESULTS / "cache" / "models" / "e5-thucnews",
+        help="a model folder with a reranker (default: the repository's "
+        "benchmarks/results/cache/models/e5-thucnews)",
     )
     ap.add_argument(
         "--corpus",
-        default="data/thucnews.parquet",
-        help="the corpus whose candidate pairs are scored (default: data/thucnews.parquet)",
+        type=given_path,
+        default=CORPUS,
+        help="the corpus whose candidate pairs are scored (default: the repository's data/thucnews.parquet)",
     )
     ap.add_argument(
         "--pairs", type=positive(), default=2000, help="candidate pairs scored on each path (default: 2000)"
@@ -286,28 +292,28 @@ def main(argv: list[str] | None = None) -> None:
     unknown = [p for p in ns.paths.split(",") if p not in KNOWN]
     if unknown:
         ap.error(f"argument --paths: unknown path {', '.join(unknown)}; choose from {', '.join(KNOWN)}")
-    check_files(ap, "--corpus", [Path(ns.corpus)])
-    if not Path(ns.model).is_dir():
+    check_files(ap, "--corpus", [ns.corpus])
+    if not ns.model.is_dir():
         ap.error(f"argument --model: {ns.model} is not a model folder (a trained model with its reranker)")
     import torch
 
     torch.set_num_threads(ns.threads)
     where = machine()
     print(f"machine: {where}", flush=True)
-    model = relevel(ns.model, ns.level, ns.threads) if ns.level is not None else ns.model
+    model = relevel(str(ns.model), ns.level, ns.threads) if ns.level is not None else str(ns.model)
     if ns.prepare:
         prepare(model, ns.threads)
     result: dict = {
         "command": "python benchmarks/bench_rerank.py " + " ".join(sys.argv[1:]),
         "machine": where,
         "cpu": machine_record(),
-        "model": model,
+        "model": shown(model),
         "threads": ns.threads,
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
     md = f"# Reranker cost\n\n`{result['command']}`\n\n{where}; {ns.threads} threads; {result['date']}.\n\n"
     if ns.throughput:
-        a, b = candidate_pairs(model, ns.corpus, ns.pairs, ns.threads)
+        a, b = candidate_pairs(model, str(ns.corpus), ns.pairs, ns.threads)
         rows = throughput(model, a, b, ns.threads, ns.paths.split(","))
         cols = ["path", "pairs", "seconds", "pairs_per_s", "x first", "max |diff| vs fp32"]
         table = print_table(rows, cols + ["val Spearman", "val F1", "quality check"])
@@ -315,7 +321,7 @@ def main(argv: list[str] | None = None) -> None:
         md += f"Cross-encoder throughput ({ns.pairs} candidate pairs, both orders):\n\n{table}\n"
     if ns.full:
         keep = Path(tempfile.mkdtemp(prefix="bench-rerank-"))
-        runs = [full_run(model, ns.corpus, p, keep) for p in ("fp32", "auto")]
+        runs = [full_run(model, str(ns.corpus), p, keep) for p in ("fp32", "auto")]
         diff = compare_reports(runs[0]["out"], runs[1]["out"])
         result["full_runs"] = runs
         result["pairs_difference"] = diff
@@ -324,8 +330,9 @@ def main(argv: list[str] | None = None) -> None:
             emb = (r["embedding"] or {}).get("path")
             rr = r["rerank"]
             line = (
-                f"\n`nlsim dedup --corpus {ns.corpus} --model {model} --precision {r['precision']} "
-                f"--no-cache`: {r['wall_s']:.0f} s wall; embedding {emb}, cross-encoder {ce}; threshold "
+                f"\n`nlsim dedup --corpus {shown(ns.corpus)} --model {shown(model)} "
+                f"--precision {r['precision']} --no-cache`: {r['wall_s']:.0f} s wall; embedding {emb}, "
+                f"cross-encoder {ce}; threshold "
                 f"{r['threshold']} (rerank score); {rr['candidates']} candidate pairs above the floor "
                 f"{rr['candidate_floor']} (cross-encoder bound {rr.get('cross_encoder_bound')}), "
                 f"{rr['kept']} kept; stages (s): {json.dumps(r['timings_s'])}\n"

@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
-from _common import check_files, positive, sized_stem  # noqa: E402
+from _common import CORPUS, check_files, given_path, positive, sized_stem  # noqa: E402
 
 
 def child(args: argparse.Namespace) -> None:
@@ -96,8 +96,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument(
         "--corpus",
-        default="data/thucnews.parquet",
-        help="the corpus embedded (default: data/thucnews.parquet)",
+        type=given_path,
+        default=CORPUS,
+        help="the corpus embedded (default: the repository's data/thucnews.parquet)",
     )
     ap.add_argument("--convert", default="none", help="OpenCC script conversion (default: none)")
     ap.add_argument("--precision", default="auto", help="as nlsim embed --precision (default: auto)")
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    check_files(ap, "--corpus", [Path(args.corpus)])
+    check_files(ap, "--corpus", [args.corpus])
     if args.child:
         child(args)
         return

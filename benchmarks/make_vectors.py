@@ -28,7 +28,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import BASE_META, BASE_VECTORS, machine, peak_rss_mb, replicate  # noqa: E402
+from _common import BASE_META, BASE_VECTORS, CORPUS, given_path, machine, peak_rss_mb, replicate, shown  # noqa: E402
 
 from nlsim.io.atomic import atomic_save_npy, atomic_write_text  # noqa: E402
 
@@ -70,8 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "--corpus",
-        default="data/thucnews.parquet",
-        help="the corpus whose titles are embedded (default: data/thucnews.parquet)",
+        type=given_path,
+        default=CORPUS,
+        help="the corpus whose titles are embedded (default: the repository's data/thucnews.parquet)",
     )
     ap.add_argument(
         "--model", default="multilingual-e5-small", help="the encoder (default: multilingual-e5-small)"
@@ -113,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         "model": enc.model_id,
         "fingerprint": enc.fingerprint,
         "conversion": args.convert,
-        "corpus": args.corpus,
+        "corpus": shown(args.corpus),
         "items": len(texts),
         "dim": int(emb.shape[1]),
         "encode_s": round(secs, 2),
