@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -89,6 +91,41 @@ def child(args: argparse.Namespace) -> None:
     print(json.dumps({"marks": marks, "path": path}))
 
 
+def child_command(args: argparse.Namespace, out: Path) -> list[str]:
+    """The timed process's command line: this run's settings as parsed (its paths absolute: the process
+    runs in the repository), writing its matrix to ``out``."""
+    model = Path(args.model)
+    named = [
+        ("--model", str(model.resolve()) if model.exists() else args.model),
+        ("--corpus", str(args.corpus)),
+        ("--convert", args.convert),
+        ("--precision", args.precision),
+        ("--threads", str(args.threads)),
+        ("--out", str(out)),
+    ]
+    return [sys.executable, str(Path(__file__).resolve()), "--child", *(x for pair in named for x in pair)]
+
+
+def timed_runs(cmd: list[str], repeats: int) -> tuple[float, list[dict]]:
+    """The seconds of a bare interpreter's start and exit, and ``repeats`` runs of ``cmd`` after a warm-up
+    run (dropped: it fills the caches, the exports and the probe), each its phases' marks, its path and its
+    ``wall`` seconds."""
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    bare = time.perf_counter() - t
+    runs = []
+    for _ in range(repeats + 1):
+        t = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+        wall = time.perf_counter() - t
+        if proc.returncode != 0:
+            raise SystemExit(proc.stderr[-3000:])
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+        out["wall"] = wall
+        runs.append(out)
+    return bare, runs[1:]
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
@@ -108,8 +145,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument(
         "--out",
-        default="/tmp/nlsim-bench-startup.npy",
-        help="where each run writes its matrix (default: /tmp/nlsim-bench-startup.npy)",
+        type=given_path,
+        default=None,
+        help="where each timed process writes its matrix (default: a temporary folder of the run's own, "
+        "removed at its end)",
     )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -121,28 +160,18 @@ def main(argv: list[str] | None = None) -> None:
 
     where = machine()
     print(f"machine: {where}", flush=True)
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", *sys.argv[1:]]
-    t = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "pass"], check=True)
-    bare = time.perf_counter() - t
-    runs = []
-    for _ in range(args.repeats + 1):  # the first run warms the caches (exports, probe) and is dropped
-        t = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-        wall = time.perf_counter() - t
-        if proc.returncode != 0:
-            raise SystemExit(proc.stderr[-3000:])
-        out = json.loads(proc.stdout.strip().splitlines()[-1])
-        out["wall"] = wall
-        runs.append(out)
-    runs = runs[1:]
+    scratch = Path(tempfile.mkdtemp(prefix="nlsim-bench-startup-"))
+    try:
+        bare, runs = timed_runs(child_command(args, args.out or scratch / "embeddings.npy"), args.repeats)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     names = [n for n, _ in runs[0]["marks"]]
     rows = [{"phase": "python start and exit", "median s": bare}]
     for i, name in enumerate(names):
         rows.append({"phase": name, "median s": statistics.median(r["marks"][i][1] for r in runs)})
     rows.append({"phase": "whole process", "median s": statistics.median(r["wall"] for r in runs)})
     table = print_table(rows, ["phase", "median s"])
-    cmd_line = "python benchmarks/bench_startup.py " + " ".join(sys.argv[1:])
+    cmd_line = "python benchmarks/bench_startup.py " + " ".join(sys.argv[1:] if argv is None else argv)
     payload = {
         "command": cmd_line.strip(),
         "machine": where,

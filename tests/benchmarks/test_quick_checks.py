@@ -404,6 +404,46 @@ def test_a_quick_startup_run_writes_beside_the_committed_figures(
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"{stem}.json", f"{stem}.md"]
 
 
+def test_the_startup_benchmark_times_the_settings_it_parsed_into_a_file_of_the_run_s_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bench_startup.py`` started its timed processes with the command line of the Python process
+    (``sys.argv``), not the settings it had parsed: ``main([...])`` timed another program's arguments, and a
+    relative ``--corpus`` was read again in the repository, where the processes run. Each run wrote its
+    matrix to ``/tmp/nlsim-bench-startup.npy``, so two runs at once wrote over each other's."""
+    import subprocess
+    from types import SimpleNamespace
+
+    import bench_startup
+
+    timed: list[list[str]] = []
+
+    def run(cmd: list[str], *args: object, **kwargs: object) -> SimpleNamespace:
+        timed.append(cmd)
+        out = json.dumps({"marks": [["first batch", 0.1]], "path": "onnx-fp32"})
+        return SimpleNamespace(returncode=0, stdout=out + "\n", stderr="")
+
+    monkeypatch.setattr(subprocess, "run", run)
+    monkeypatch.setattr(_common, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(sys, "argv", ["pytest", "--model", "another-model", "-k", "startup"])
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "day.parquet").write_bytes(b"")
+    outs = []
+    for _ in range(2):
+        timed.clear()
+        bench_startup.main(["--corpus", "day.parquet", "--repeats", "1"])
+        children = [cmd for cmd in timed if "--child" in cmd]
+        assert len(children) == 2  # the warm-up and the timed run
+        for cmd in children:
+            assert cmd[cmd.index("--corpus") + 1] == str(tmp_path / "day.parquet")
+            assert cmd[cmd.index("--model") + 1] == "multilingual-e5-small" and "-k" not in cmd
+        outs.append(children[0][children[0].index("--out") + 1])
+    assert outs[0] != outs[1] and "/tmp/nlsim-bench-startup.npy" not in outs
+    (written,) = (tmp_path / "results").glob("startup-*.json")  # beside the committed startup.json
+    record = json.loads(written.read_text())
+    assert record["command"] == "python benchmarks/bench_startup.py --corpus day.parquet --repeats 1"
+
+
 @pytest.mark.parametrize(
     ("argv", "stem"),
     [([], "xlsx"), (["--sizes", "300"], "xlsx-sizes300"), (["--repeat", "1"], "xlsx-repeat1")],
