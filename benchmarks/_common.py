@@ -13,6 +13,7 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -312,18 +313,38 @@ def _same(value: Any, default: Any) -> bool:
     return value == default
 
 
-def sized_stem(stem: str, parser: argparse.ArgumentParser, args: argparse.Namespace, dests: list[str]) -> str:
-    """``stem`` when each of ``dests`` is at its default, else ``stem`` followed by those that are not (e.g.
-    ``embedding-n200``): a quick run at another size or setting writes beside the committed figures, never
-    over them."""
-    import re
-
+def sized_stem(
+    stem: str, parser: argparse.ArgumentParser, args: argparse.Namespace, besides: Collection[str] = ()
+) -> str:
+    """``stem`` when every option of ``parser`` is at its default, else ``stem`` followed by each option that
+    is not, in the order ``--help`` lists them (e.g. ``embedding-n200``, ``rerank-pairs100-full``,
+    ``probe_rounds-gap2.0_8.0``): a run at another size or setting writes beside the committed figures, never
+    over them, whichever option it changed. ``besides``: the ``dest`` of each option that only says where
+    or under what name the results go (``--out``, ``--tag``) or how the run gets ready, left out of the
+    name, as the options hidden from ``--help`` (a child process's own) are."""
     changed = [
-        f"{dest.replace('_', '-')}{re.sub(r'[^A-Za-z0-9.]+', '_', str(getattr(args, dest)))}"
-        for dest in dests
-        if not _same(getattr(args, dest), parser.get_default(dest))
+        _setting(action, getattr(args, action.dest))
+        for action in parser._actions
+        if action.option_strings
+        and action.help != argparse.SUPPRESS
+        and not isinstance(action, argparse._HelpAction)
+        and action.dest not in besides
+        and not _same(getattr(args, action.dest), action.default)
     ]
     return "-".join([stem, *changed])
+
+
+def _setting(action: argparse.Action, value: Any) -> str:
+    """An option set away from its default as a part of a file name: a flag by its own name
+    (``no-quality``), else its name and value, each item of a list apart (``sizes300_600``), every run of
+    other characters than letters, digits and dots one ``_``."""
+    import re
+
+    if action.nargs == 0:
+        return action.option_strings[-1].lstrip("-")
+    items = value if isinstance(value, list | tuple) else [value]
+    text = "_".join(re.sub(r"[^A-Za-z0-9.]+", "_", str(item)) for item in items)
+    return f"{action.dest.replace('_', '-')}{text}"
 
 
 def run_nlsim(cmd: list[str], cwd: Path) -> None:

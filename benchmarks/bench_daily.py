@@ -181,8 +181,9 @@ def main(argv: list[str] | None = None) -> int:
         "settings writes daily-<what differs>.json and .md beside the committed figures)",
     )
     args = p.parse_args(argv)
-    settings = ["kept", "new", "runs", "days", "model", "convert", "threads", "backend", "precision"]
-    stem = sized_stem("daily", p, args, settings) if args.out.resolve() == RESULTS.resolve() else "daily"
+    stem = (
+        sized_stem("daily", p, args, besides=["out"]) if args.out.resolve() == RESULTS.resolve() else "daily"
+    )
     host = machine()  # the CPU and the load average before the benchmark's own work
 
     import torch

@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
 def stem_of(ap: argparse.ArgumentParser, ns: argparse.Namespace) -> str:
     """``dedup``: the committed figures are the bundled corpus at 0.95; another corpus or threshold writes
     ``dedup-corpusC[-thresholdT]`` beside them."""
-    return sized_stem("dedup", ap, ns, ["corpus", "threshold"])
+    return sized_stem("dedup", ap, ns)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -29,8 +29,9 @@ Usage::
     python benchmarks/bench_embedding.py --sets thucnews --tag precision \
         --variants st,st-onnx,st-onnx-int8,nlsim-auto,nlsim,nlsim-torch,nlsim-onnx-int8,nlsim-bf16,nlsim-int8
 
-Writes ``benchmarks/results/embedding[-TAG].json`` and ``.md``; without ``--tag``, a run of ``--n`` texts or
-other ``--sets`` writes ``embedding-nN[-setsS].json`` and ``.md`` beside the committed figures.
+Writes ``benchmarks/results/embedding[-TAG].json`` and ``.md``; without ``--tag``, a run at other settings
+than the defaults (``--n`` texts, other ``--sets`` or ``--variants``, another ``--model``...) writes
+``embedding-<what differs>.json`` and ``.md`` (``embedding-n200``) beside the committed figures.
 """
 
 from __future__ import annotations
@@ -275,12 +276,12 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"the variants timed, comma-separated, from {', '.join(VARIANTS)} (default: st,nlsim)",
     )
     ap.add_argument(
+        "--n", type=positive(), default=None, help="only the first N texts of each set (default: all of them)"
+    )
+    ap.add_argument(
         "--sets",
         default="thucnews,bbc",
         help=f"the text sets embedded, comma-separated, from {', '.join(SETS)} (default: thucnews,bbc)",
-    )
-    ap.add_argument(
-        "--n", type=positive(), default=None, help="only the first N texts of each set (default: all of them)"
     )
     ap.add_argument(
         "--model", default="multilingual-e5-small", help="the encoder (default: multilingual-e5-small)"
@@ -302,8 +303,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--tag",
         default="",
-        help="results file suffix: embedding-TAG.json (default: none; a run of --n texts or other --sets "
-        "then writes embedding-nN[-setsS].json beside the committed figures)",
+        help="results file suffix: embedding-TAG.json (default: none; a run at other settings than the "
+        "defaults then writes embedding-<what differs>.json, e.g. embedding-n200.json, beside the committed "
+        "figures)",
     )
     ap.add_argument(
         "--peer-python",
@@ -317,9 +319,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def stem_of(ap: argparse.ArgumentParser, args: argparse.Namespace) -> str:
-    """The results' file name: ``embedding-TAG``, else ``embedding`` with the sizes that differ from the
-    defaults (a quick ``--n 200`` run never replaces the committed figures)."""
-    return f"embedding-{args.tag}" if args.tag else sized_stem("embedding", ap, args, ["n", "sets"])
+    """The results' file name: ``embedding-TAG``, else ``embedding`` with the settings that differ from the
+    defaults (a quick ``--n 200`` run, or one of other variants or another model, never replaces the
+    committed figures)."""
+    return f"embedding-{args.tag}" if args.tag else sized_stem("embedding", ap, args, besides=["peer_python"])
 
 
 def main(argv: list[str] | None = None) -> None:

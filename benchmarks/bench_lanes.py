@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
 def name_of(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
     """``lanes``, or ``lanes`` with the sizes or settings that differ from the defaults: a quick run at fewer
     texts, pairs or repeats writes beside the committed figures, never over them."""
-    return sized_stem("lanes", parser, args, ["model", "texts", "pairs", "repeats", "threads"])
+    return sized_stem("lanes", parser, args)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -268,7 +268,10 @@ def results_name(parser: argparse.ArgumentParser, args: argparse.Namespace) -> s
     if args.tag:
         return f"{stem}_{args.tag}"
     stem += "_avx2" if args.avx2_only else "_no_amx" if args.no_amx else ""
-    return sized_stem(stem, parser, args, ["train_pairs", "epochs", "cross_encoder_epochs", "threads"])
+    # the cold run alone and the CPU acted as are named above; where the chain works names no figures
+    return sized_stem(
+        stem, parser, args, besides=["work", "skip_cold", "avx2_only", "no_amx", "cold_only", "tag"]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

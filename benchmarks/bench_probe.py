@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def name_of(ap: argparse.ArgumentParser, args: argparse.Namespace) -> str:
     """``probe``, or ``probe`` with the settings that differ from the defaults (the committed figures')."""
-    return sized_stem("probe", ap, args, ["model", "repeats", "threads"])
+    return sized_stem("probe", ap, args)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -128,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def name_of(ap: argparse.ArgumentParser, args: argparse.Namespace) -> str:
     """``probe_rounds``, or ``probe_rounds`` with the settings that differ from the defaults."""
-    return sized_stem("probe_rounds", ap, args, ["model", "runs", "hogs", "spell", "gap", "seed", "threads"])
+    return sized_stem("probe_rounds", ap, args)
 
 
 def main(argv: list[str] | None = None) -> None:

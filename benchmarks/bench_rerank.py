@@ -24,8 +24,9 @@ trained before ``nlsim finetune`` made it.
 
     python benchmarks/bench_rerank.py --model finetuned/e5-thucnews --prepare --full [--level 1.0]
 
-Writes ``benchmarks/results/rerank[-TAG].{json,md}``; without ``--tag``, other ``--pairs`` or another
-``--corpus`` write ``rerank-pairsN[-corpusC].{json,md}`` beside the committed figures.
+Writes ``benchmarks/results/rerank[-TAG].{json,md}``; without ``--tag``, a run at other settings than the
+defaults (other ``--pairs``, another ``--corpus`` or ``--model``, ``--full``...) writes
+``rerank-<what differs>.{json,md}`` (``rerank-pairs100``) beside the committed figures.
 """
 
 from __future__ import annotations
@@ -244,13 +245,13 @@ def build_parser() -> argparse.ArgumentParser:
         "benchmarks/results/cache/models/e5-thucnews)",
     )
     ap.add_argument(
+        "--pairs", type=positive(), default=2000, help="candidate pairs scored on each path (default: 2000)"
+    )
+    ap.add_argument(
         "--corpus",
         type=given_path,
         default=CORPUS,
         help="the corpus whose candidate pairs are scored (default: the repository's data/thucnews.parquet)",
-    )
-    ap.add_argument(
-        "--pairs", type=positive(), default=2000, help="candidate pairs scored on each path (default: 2000)"
     )
     ap.add_argument(
         "--paths", default=PATHS, help=f"the inference paths timed, comma-separated (default: {PATHS})"
@@ -273,15 +274,16 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--tag",
         default="",
-        help="results file suffix: rerank-TAG.json (default: none; a run of other --pairs or another "
-        "--corpus then writes rerank-pairsN[-corpusC].json beside the committed figures)",
+        help="results file suffix: rerank-TAG.json (default: none; a run at other settings than the "
+        "defaults then writes rerank-<what differs>.json, e.g. rerank-pairs100.json, beside the committed "
+        "figures)",
     )
     return ap
 
 
 def stem_of(ap: argparse.ArgumentParser, ns: argparse.Namespace) -> str:
     """The results' file name: ``rerank-TAG``, else ``rerank`` with the sizes that differ from defaults."""
-    return f"rerank-{ns.tag}" if ns.tag else sized_stem("rerank", ap, ns, ["pairs", "corpus"])
+    return f"rerank-{ns.tag}" if ns.tag else sized_stem("rerank", ap, ns, besides=["tag", "prepare"])
 
 
 def main(argv: list[str] | None = None) -> None:

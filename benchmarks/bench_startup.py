@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> None:
     from nlsim.io.atomic import atomic_write_text
 
     # a run at other settings (a quick check) writes beside the committed figures, never over them
-    stem = sized_stem("startup", ap, args, ["model", "corpus", "convert", "precision", "threads", "repeats"])
+    stem = sized_stem("startup", ap, args, besides=["out"])
     atomic_write_text(RESULTS / f"{stem}.json", json.dumps(payload, indent=2) + "\n")
     md = (
         f"# Start-up of `nlsim embed` ({args.model}, {runs[0]['path']})\n\n`{cmd_line.strip()}`\n\n{where}; "
