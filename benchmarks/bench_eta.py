@@ -11,7 +11,9 @@ clock's ``step`` is wrapped here; the loops are nlsim's own). For each loop it p
 - the first steps' times against the median step (how slow the warm-up is on this machine).
 
 Step time leaves out the validation between epochs, as the estimate does. The chain's whole-run estimate
-is measured by ``bench_pipeline.py`` (``--cold-only``: said against taken).
+is measured by ``bench_pipeline.py`` (``--cold-only``: said against taken). The figures go to
+``benchmarks/results/eta.json`` only when both loops ran and each clock said its estimate before its last
+step; otherwise the run says which loop fell short, exits 1 and leaves the file as it was.
 
     python benchmarks/bench_eta.py --train-pairs 600 --epochs 2 --cross-encoder-epochs 2 --threads 2
     python benchmarks/bench_eta.py --avx2-only ...   # nlsim's choices and kernels as on an avx2-only CPU
@@ -70,6 +72,8 @@ def busy_between(steps: list[tuple[float, float]], t0: float, i: int, j: int) ->
 
 def figures(loop: dict[str, Any]) -> dict[str, Any]:
     steps, t0, n = loop["steps"], loop["t0"], len(loop["steps"])
+    if n == 0:
+        return {"loop": loop["what"], "steps": 0}
     times = np.diff([t0] + [t for t, _ in steps])
     out: dict[str, Any] = {
         "loop": loop["what"],
@@ -78,7 +82,7 @@ def figures(loop: dict[str, Any]) -> dict[str, Any]:
     }
     out["first_steps_s"] = [round(float(x), 2) for x in times[:6]]
     said = loop.get("said")
-    if said:
+    if said and said["step"] < n:  # said at the last step: no time left to check it against
         actual = busy_between(steps, t0, said["step"], n)
         out.update(
             said_at_step=said["step"],
@@ -97,13 +101,33 @@ def figures(loop: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+LOOPS = ("bi-encoder", "cross-encoder")
+"""The training loops timed: the bi-encoder's and the reranker's cross-encoder's."""
+
+
+def missing_figures(rows: list[dict[str, Any]]) -> list[str]:
+    """Why the loops' figures cannot stand, one line each: a loop that never ran, one that ran no step, or
+    one whose clock never said its estimate (too few steps after its warm-up); none when they all can."""
+    ran = {row["loop"] for row in rows}
+    why = [f"{what}: the loop never ran" for what in LOOPS if what not in ran]
+    for row in rows:
+        if not row["steps"]:
+            why.append(f"{row['loop']}: no training step ran")
+        elif "said_remaining_s" not in row:
+            why.append(
+                f"{row['loop']}: its clock never said an estimate in {row['steps']} steps (too few after the "
+                "warm-up: train on more pairs or epochs)"
+            )
+    return why
+
+
 def results_name(args: argparse.Namespace) -> str:
     """``eta_TAG``; untagged, ``eta`` (``eta_avx2`` with ``--avx2-only``: a CPU made to act as another never
     replaces this machine's own figures)."""
     return "eta" + (f"_{args.tag}" if args.tag else "_avx2" if args.avx2_only else "")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -135,7 +159,7 @@ def main() -> int:
         help="write benchmarks/results/eta_TAG.json (default: none, eta.json; with --avx2-only, "
         "eta_avx2.json)",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.avx2_only:  # before torch is imported: its kernels are chosen when it loads
         from bench_pipeline import AVX2_ONLY
 
@@ -174,10 +198,13 @@ def main() -> int:
     )
     rows = [figures(loop) for loop in loops]
     print(json.dumps(rows, indent=2))
+    name = results_name(args)
+    why = missing_figures(rows)
+    if why:  # the figures of an earlier run stay as they are
+        raise SystemExit(f"bench_eta.py: {'; '.join(why)}; {name}.json not written")
     load = os.getloadavg()[0]
     result = {"machine": host, "load_average_at_end": round(load, 1), "args": vars(args), "loops": rows}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    name = results_name(args)
     atomic_write_text(RESULTS / f"{name}.json", json.dumps(result, indent=2))
     return 0
 

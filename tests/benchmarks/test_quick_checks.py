@@ -344,6 +344,55 @@ def test_the_realistic_record_of_every_run_survives_a_failed_write(
     assert (tmp_path / "realistic.json").read_text() == '{"runs": ["hours of them"]}'
 
 
+@pytest.mark.parametrize(
+    ("loops", "why"),
+    [
+        ({"bi-encoder": 40}, "cross-encoder: the loop never ran"),
+        (
+            {"bi-encoder": 40, "cross-encoder": 3},
+            "cross-encoder: its clock never said an estimate in 3 steps",
+        ),
+        ({"bi-encoder": 40, "cross-encoder": 40}, None),
+    ],
+)
+def test_the_eta_benchmark_writes_its_figures_only_when_every_loop_gave_them(
+    loops: dict[str, int], why: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bench_eta.py`` wrote ``eta.json`` over the last run's figures whatever its own run gave: a training
+    whose cross-encoder never ran, or whose loop was too short for its clock to say an estimate, left a
+    file without the estimate's error (or ended in a ZeroDivisionError when the estimate came at the last
+    step), with exit 0."""
+    import bench_eta
+
+    import nlsim.training.finetune
+    from nlsim.training.clock import TrainingClock
+
+    for name in ("__init__", "step"):  # the benchmark wraps them: put back after the test
+        monkeypatch.setattr(TrainingClock, name, getattr(TrainingClock, name))
+
+    def finetune(cfg: object, **kwargs: object) -> None:
+        for what, steps in loops.items():
+            ticks = iter(range(1, 1000))  # a second a call: every step takes time
+            clock = TrainingClock(what, steps, 1, lambda line: None, now=lambda t=ticks: float(next(t)))
+            for _ in range(steps):
+                clock.step()
+
+    monkeypatch.setattr(nlsim.training.finetune, "finetune", finetune)
+    monkeypatch.setattr(_common, "RESULTS", tmp_path)
+    monkeypatch.setattr(sys, "argv", ["bench_eta.py"])
+    (tmp_path / "eta.json").write_text('{"loops": "the last run\'s"}')
+    if why is None:
+        assert bench_eta.main() == 0
+        record = json.loads((tmp_path / "eta.json").read_text())
+        assert [loop["loop"] for loop in record["loops"]] == ["bi-encoder", "cross-encoder"]
+        assert all("error" in loop for loop in record["loops"])
+        return
+    with pytest.raises(SystemExit) as exc:
+        bench_eta.main()
+    assert why in str(exc.value.code) and "eta.json not written" in str(exc.value.code)
+    assert (tmp_path / "eta.json").read_text() == '{"loops": "the last run\'s"}'
+
+
 def test_the_search_record_and_its_page_survive_a_failed_write(tmp_path: Path) -> None:
     """``search.json`` keeps the runs of every day so far, ``search.md`` their table; both were truncated
     before being written again, so a run failing or stopped while writing left them cut short."""
