@@ -540,3 +540,20 @@ def test_a_quick_spreadsheet_run_writes_beside_the_committed_figures(
     monkeypatch.setattr(bench_xlsx, "read_back", lambda path: {})
     bench_xlsx.main(argv)
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"{stem}.md"]
+
+
+def test_the_stories_benchmark_says_its_clusters_are_not_a_report_s(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``bench_stories.py`` judged clusters of its own, made without a report's reading of exact copies as
+    one item and without the editors' verdicts of a verdict store, and neither its ``--help`` nor its
+    figures said so: a variant it found better did worse in the report (docs/experiments.md)."""
+    import bench_stories
+
+    with pytest.raises(SystemExit) as exc:
+        bench_stories.main(["--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert exc.value.code == 0
+    assert "each exact copy an item of its own" in shown and "verdicts from a verdict store" in shown
+    page = bench_stories.markdown({"machine": "CPU Test Chip 9000", "runs": []})
+    assert "each exact copy an item of its own" in page and "not a report's" in page
