@@ -278,10 +278,17 @@ def main(argv: list[str] | None = None) -> None:
     weight = weights.pop()
     rows = [measure(n, spec, val, cand, corpus, weight, args.floor) for n, spec in variants(names).items()]
     out = RESULTS / (f"ensemble_{args.tag}" if args.tag else "ensemble")
-    text = markdown(rows, machine(), [f"{n}: {m[0]}" for n, m in zip(names, models, strict=True)])
+    write(out, rows, machine(), [f"{n}: {m[0]}" for n, m in zip(names, models, strict=True)])
+
+
+def write(out: Path, rows: list[dict], header: str, stores: list[str]) -> None:
+    """Print the figures and write them to ``out`` ``.md``, ``.json`` (each row naming the machine they were
+    made on: ``header``, the CPU and a GPU in use) and ``.png``."""
+    text = markdown(rows, header, stores)
     print(text)
     atomic_write_text(out.with_suffix(".md"), text + "\n")
-    atomic_write_text(out.with_suffix(".json"), json.dumps(rows, indent=1, default=float))
+    made_on = [{**r, "machine": header} for r in rows]
+    atomic_write_text(out.with_suffix(".json"), json.dumps(made_on, indent=1, default=float))
     plot(rows, out.with_suffix(".png"))
 
 

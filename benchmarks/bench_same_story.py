@@ -418,12 +418,16 @@ def plot(rows: list[dict], path: Path) -> None:
 
 
 def write_results(name: str, text: str, rows: list[dict], draw: Callable[[list[dict], Path], None]) -> None:
-    """Print ``text`` and write it, ``rows`` and their plot as ``benchmarks/results/NAME.md/.json/.png``."""
+    """Print ``text`` and write it, ``rows`` and their plot as ``benchmarks/results/NAME.md/.json/.png``; each
+    row of the JSON names the machine its figures were made on (``machine``: the CPU, and a GPU in use)."""
+    from _common import machine
+
     print(text)
     path = OUT.with_name(name)
     path.parent.mkdir(parents=True, exist_ok=True)
+    host = machine()
     atomic_write_text(path.with_suffix(".md"), text + "\n")
-    atomic_write_text(path.with_suffix(".json"), json.dumps(rows, indent=2))
+    atomic_write_text(path.with_suffix(".json"), json.dumps([{**r, "machine": host} for r in rows], indent=2))
     draw(rows, path.with_suffix(".png"))
 
 

@@ -131,3 +131,26 @@ def test_the_cost_curve_names_the_machines_its_figures_were_measured_on(
     md = (tmp_path / "out" / "cost_curve.md").read_text()
     assert md.startswith(f"Measured on {chip}.\n")
     assert cpu_info().model not in md
+
+
+def test_the_quality_figures_name_the_machine_in_their_json_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same-story, story-misses, story-scores and ensemble benchmarks named the CPU in their ``.md``
+    only: their ``.json`` was the bare rows, which said nothing of the machine (and so of the arithmetic)
+    that made the figures."""
+    import bench_ensemble
+    import bench_same_story
+
+    model = cpu_info().model
+    monkeypatch.setattr(bench_same_story, "OUT", tmp_path / "same_story")
+    bench_same_story.write_results("story_misses", "# figures", [{"f1": 0.5}], lambda rows, path: None)
+    (row,) = json.loads((tmp_path / "story_misses.json").read_text())
+    assert model in row["machine"] and row["f1"] == 0.5
+    monkeypatch.setattr(bench_ensemble, "markdown", lambda rows, header, stores: f"# {header}")
+    monkeypatch.setattr(bench_ensemble, "plot", lambda rows, path: None)
+    bench_ensemble.write(
+        tmp_path / "ensemble", [{"variant": "mean", "f1": 0.6}], bench_ensemble.machine(), []
+    )
+    (row,) = json.loads((tmp_path / "ensemble.json").read_text())
+    assert model in row["machine"] and row["f1"] == 0.6
