@@ -195,8 +195,11 @@ def stage_final(args: argparse.Namespace) -> None:
         old = json.loads(path.read_text())["chosen"]
         path.rename(RESULTS / f"final-{old}.json")
         shutil.rmtree(out, ignore_errors=True)
-    if not out.is_dir():
-        shutil.copytree(MODELS / best["name"], out)
+    if not out.is_dir():  # whole or not at all: a copy stopped half-way would be taken for the model
+        from nlsim.io.atomic import atomic_dir
+
+        with atomic_dir(out) as tmp:
+            shutil.copytree(MODELS / best["name"], tmp, dirs_exist_ok=True)
     if not path.is_file():
         after = evaluate_conversions(str(out), args.threads)
         before = evaluate_conversions("multilingual-e5-small", args.threads)

@@ -154,3 +154,49 @@ def test_every_file_a_benchmark_writes_is_written_whole_or_not_at_all() -> None:
         if (name, target) not in SCRATCH
     ]
     assert not found
+
+
+def test_a_final_stage_stopped_while_copying_the_chosen_model_leaves_no_half_a_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bench_quality.py final`` copied the chosen candidate straight into ``e5-thucnews``, and copied it
+    only where that folder was missing: a run stopped during the copy left half a model folder, which
+    every later run took for the model, scored, and named the chosen one in ``final.json``."""
+    import shutil
+    from types import SimpleNamespace
+
+    import bench_quality
+
+    chosen = tmp_path / "select" / "c1"
+    chosen.mkdir(parents=True)
+    for name in ("config.json", "model.safetensors", "tokenizer.json"):
+        (chosen / name).write_text(name)
+    best = {"name": "c1", "settings": {"conversion": "tw2sp"}, "best": {"epoch": 1, "spearman": 80.0}}
+    monkeypatch.setattr(bench_quality, "ROOT", tmp_path)
+    monkeypatch.setattr(bench_quality, "TRAINED", tmp_path)
+    monkeypatch.setattr(bench_quality, "MODELS", tmp_path / "select")
+    monkeypatch.setattr(bench_quality, "RESULTS", tmp_path / "quality")
+    monkeypatch.setattr(bench_quality, "select_rows", lambda: [best])
+    monkeypatch.setattr(bench_quality, "print_select", lambda rows: best)
+    scored: list[list[str]] = []
+
+    def evaluate(model: str, threads: object) -> dict:
+        if model != "multilingual-e5-small":
+            scored.append(sorted(p.name for p in Path(model).iterdir()))
+        return {}
+
+    monkeypatch.setattr(bench_quality, "evaluate_conversions", evaluate)
+    copy = shutil.copyfile  # what copytree's copy2 calls for each file
+
+    def stopped(src: str, dst: str, **kwargs: object) -> object:
+        if Path(src).name == "tokenizer.json":
+            raise KeyboardInterrupt
+        return copy(src, dst, **kwargs)
+
+    with monkeypatch.context() as stopping:
+        stopping.setattr(shutil, "copyfile", stopped)
+        with pytest.raises(KeyboardInterrupt):
+            bench_quality.stage_final(SimpleNamespace(threads=1))
+    assert not (tmp_path / "e5-thucnews").exists() and not scored
+    bench_quality.stage_final(SimpleNamespace(threads=1))  # the next run copies the model whole
+    assert scored == [["config.json", "model.safetensors", "tokenizer.json"]]
