@@ -17,7 +17,8 @@ model's quality check: ``--prepare`` runs ``nlsim calibrate`` on the annotated p
     python benchmarks/bench_process.py --prepare     # quiet machine: the figures of docs/measurements.md
     python benchmarks/bench_process.py --variants st,nlsim-fp32,nlsim-auto --repeats 3
 
-Writes ``benchmarks/results/process.{json,md}``.
+Writes ``benchmarks/results/process.{json,md}``; a run at other settings than the defaults (fewer
+``--repeats``, other ``--variants``...) writes ``process-<what differs>.{json,md}`` beside them.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from _common import (  # noqa: E402
     needs_bench_extra,
     positive,
     print_table,
+    sized_stem,
 )
 
 VARIANTS = ("st", "st-onnx", "st-onnx-int8", "nlsim-fp32", "nlsim-auto")
@@ -146,7 +148,7 @@ def prepare(args: argparse.Namespace) -> None:
         )
 
 
-def main(argv: list[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "--variants",
@@ -175,8 +177,23 @@ def main(argv: list[str] | None = None) -> None:
         help="skip each path's Spearman on the annotated THUCNews test pairs",
     )
     ap.add_argument(
-        "--tag", default="", help="write process-TAG.json and .md (default: none, process.json and .md)"
+        "--tag",
+        default="",
+        help="write process-TAG.json and .md (default: none, process.json and .md; a run at other settings "
+        "than the defaults then writes process-<what differs>.json and .md beside the committed figures)",
     )
+    return ap
+
+
+def stem_of(ap: argparse.ArgumentParser, args: argparse.Namespace) -> str:
+    """The results' file name: ``process-TAG``, else ``process`` with the settings that differ from the
+    defaults (a quick ``--repeats 1`` run, or one of other variants, never replaces the committed figures;
+    ``--prepare`` only readies the model)."""
+    return f"process-{args.tag}" if args.tag else sized_stem("process", ap, args, besides=["prepare"])
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = build_parser()
     args = ap.parse_args(argv)
     variants = args.variants.split(",")
     for v in variants:
@@ -243,7 +260,7 @@ def main(argv: list[str] | None = None) -> None:
     cols = ["variant", "path", "median s", "runs s", "x ST", "x ST onnx", "min cos vs ST", "Spearman"]
     table = print_table(rows, [c for c in cols if any(c in r for r in rows)])
     cmd_line = "python benchmarks/bench_process.py " + " ".join(sys.argv[1:])
-    stem = "process" + (f"-{args.tag}" if args.tag else "")
+    stem = stem_of(ap, args)
     payload = {
         "command": cmd_line.strip(),
         "machine": where,

@@ -479,6 +479,25 @@ def test_a_quick_startup_run_writes_beside_the_committed_figures(
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"{stem}.json", f"{stem}.md"]
 
 
+def test_a_quick_whole_process_run_writes_beside_the_committed_figures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bench_process.py --variants nlsim-fp32 --repeats 1`` (a quick check of one path) replaced the
+    committed ``process.json`` and ``.md`` (three variants, median of 3) with its own figures."""
+    import bench_process
+
+    def run_once(cmd: list[str]) -> tuple[float, str]:
+        out = Path(cmd[cmd.index("--out") + 1])
+        out.with_suffix(".json").write_text(json.dumps({"inference": {"path": "onnx-fp32"}}))
+        return 1.0, ""
+
+    monkeypatch.setattr(bench_process, "run_once", run_once)
+    monkeypatch.setattr(bench_process, "RESULTS", tmp_path)
+    bench_process.main(["--variants", "nlsim-fp32", "--repeats", "1", "--no-quality"])
+    stem = "process-variantsnlsim_fp32-repeats1-no-quality"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{stem}.json", f"{stem}.md"]
+
+
 def test_the_startup_benchmark_times_the_settings_it_parsed_into_a_file_of_the_run_s_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
