@@ -1,7 +1,8 @@
 """Every benchmark's ``--help`` says what it does in whole sentences, lists each of its commands with a line,
 and says what each option is and its default: options listed bare (``bench_search.py --k``,
 ``bench_rerank.py --paths``), commands listed without a line (``bench_gpu.py embed``) and a description cut
-mid-sentence (``bench_cluster_rule.py``: "rules that need support inside the cluster,") were met before."""
+mid-sentence (``bench_cluster_rule.py``: "rules that need support inside the cluster,") were met before.
+Each help is also formatted as ``--help`` prints it, the commands' own included."""
 
 from __future__ import annotations
 
@@ -31,6 +32,18 @@ def test_the_help_says_what_the_benchmark_and_each_option_do(
     monkeypatch.setattr(sys, "argv", [str(BENCH / script), "--help"])
     parser = parser_of(lambda: runpy.run_path(str(BENCH / script), run_name="__main__"), monkeypatch)
     assert not problems(parser, script)
+    for shown in _with_commands(parser):  # as --help prints them: a stray % in a help line fails here
+        assert shown.format_help()
+
+
+def _with_commands(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``parser`` and the parser of each command it lists, and of theirs."""
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                found += _with_commands(child)
+    return found
 
 
 def test_an_option_without_a_help_line_or_its_default_is_found() -> None:
