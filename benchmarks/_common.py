@@ -94,7 +94,8 @@ def results_stem(name: str, record: dict[str, Any]) -> Path:
 
 def write_results(name: str, record: dict[str, Any], markdown: str) -> Path:
     """Write a benchmark's ``record`` (JSON, its ``machine`` from :func:`machine_record`) and ``markdown`` to
-    :func:`results_stem` ``.json`` and ``.md`` (each atomically), say so, and return the stem."""
+    :func:`results_stem` ``.json`` and ``.md`` (each atomically), say so with the CPU the figures were
+    measured on, and return the stem."""
     sys.path.insert(0, str(HERE.parent))
     from nlsim.io.atomic import atomic_write_text
 
@@ -102,7 +103,7 @@ def write_results(name: str, record: dict[str, Any], markdown: str) -> Path:
     # each file whole or as it was: a run stopped while writing never leaves a committed page cut short
     atomic_write_text(stem.with_suffix(".json"), json.dumps(record, indent=2) + "\n")
     atomic_write_text(stem.with_suffix(".md"), markdown + "\n")
-    print(f"wrote {stem}.json and .md")
+    print(f"wrote {stem}.json and .md: figures measured on the CPU {record['machine'].get('model')}")
     return stem
 
 

@@ -154,3 +154,16 @@ def test_the_quality_figures_name_the_machine_in_their_json_too(
     )
     (row,) = json.loads((tmp_path / "ensemble.json").read_text())
     assert model in row["machine"] and row["f1"] == 0.6
+
+
+def test_the_probe_and_lanes_benchmarks_print_the_cpu_with_their_figures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``bench_probe.py`` and ``bench_probe_rounds.py`` printed their timings and table without the CPU
+    they were measured on (only their files named it)."""
+    import _common
+
+    monkeypatch.setattr(_common, "RESULTS", tmp_path)
+    _common.write_results("probe", {"machine": _common.machine_record()}, "| model | s |")
+    out = capsys.readouterr().out
+    assert cpu_info().model in out and "probe_" in out
