@@ -4,7 +4,9 @@ replicate, and the measured encoder throughput the cost curve uses.
 Writes ``benchmarks/results/cache/thucnews_e5.npy`` (15 MB, git-ignored) and
 ``benchmarks/results/thucnews_e5.json`` (model, fingerprint, throughput, peak RSS, the replication noise).
 With ``--limit N`` below the corpus size it writes ``thucnews_e5_<N>.npy`` and ``thucnews_e5_<N>.json``
-beside them instead: a quick check never replaces the vectors and figures the benchmarks use.
+beside them instead, and with another ``--corpus``, ``--model`` or ``--convert``
+``thucnews_e5-<what differs>.npy`` and ``.json``: a quick check never replaces the vectors and figures the
+benchmarks use.
 
 The texts are what the dedup pipeline embeds by default: ``data/thucnews.parquet`` titles converted with
 ``tw2sp``. Replication noise (used by ``bench_search.py``/``bench_scale.py``): chosen so that two noisy
@@ -28,19 +30,32 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import BASE_META, BASE_VECTORS, CORPUS, given_path, machine, peak_rss_mb, replicate, shown  # noqa: E402
+from _common import (  # noqa: E402
+    BASE_META,
+    BASE_VECTORS,
+    CORPUS,
+    given_path,
+    machine,
+    peak_rss_mb,
+    replicate,
+    shown,
+    sized_stem,
+)
 
 from nlsim.io.atomic import atomic_save_npy, atomic_write_text  # noqa: E402
 
 
-def output_paths(items: int, corpus_items: int) -> tuple[Path, Path]:
-    """Where the vectors and their record go: the base files for the whole corpus, else files tagged with
-    the count (``thucnews_e5_<items>``), so a quick check never replaces the vectors the benchmarks use."""
-    if items >= corpus_items:
+def output_paths(items: int, corpus_items: int, setting: str = "") -> tuple[Path, Path]:
+    """Where the vectors and their record go: the base files for the whole default corpus, model and
+    conversion, else files tagged with what differs (``setting``, e.g. ``-modelX``) and the count
+    (``thucnews_e5_<items>``), so a quick check or another text or model never replaces the vectors the
+    benchmarks use."""
+    tag = setting + (f"_{items}" if items < corpus_items else "")
+    if not tag:
         return BASE_VECTORS, BASE_META
     return (
-        BASE_VECTORS.with_name(f"{BASE_VECTORS.stem}_{items}.npy"),
-        BASE_META.with_name(f"{BASE_META.stem}_{items}.json"),
+        BASE_VECTORS.with_name(f"{BASE_VECTORS.stem}{tag}.npy"),
+        BASE_META.with_name(f"{BASE_META.stem}{tag}.json"),
     )
 
 
@@ -100,7 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     where = machine()
     all_titles = pd.read_parquet(args.corpus, columns=["title"])["title"].tolist()
     titles = all_titles[: args.limit]
-    vectors_path, meta_path = output_paths(len(titles), len(all_titles))
+    # another corpus, model or conversion: other vectors, never taken for the base ones (the timing
+    # settings, --threads and --batch-size, leave the vectors as they are)
+    setting = sized_stem("", ap, args, besides=["threads", "batch_size", "limit"])
+    vectors_path, meta_path = output_paths(len(titles), len(all_titles), setting)
     texts = convert(titles, args.convert)
     t = time.perf_counter()
     enc = load_encoder(args.model, threads=args.threads)

@@ -27,6 +27,42 @@ def test_a_limited_make_vectors_run_writes_beside_the_base_vectors() -> None:
     assert vectors.parent == _common.BASE_VECTORS.parent and meta.parent == _common.BASE_META.parent
 
 
+@pytest.mark.parametrize(
+    ("argv", "written"),
+    [
+        (["--model", "paraphrase-MiniLM-L3-v2"], "thucnews_e5-modelparaphrase_MiniLM_L3_v2"),
+        (["--convert", "none", "--limit", "3"], "thucnews_e5-convertnone_3"),
+        (["--threads", "1"], "thucnews_e5"),
+    ],
+)
+def test_vectors_of_another_model_or_conversion_are_never_taken_for_the_base_ones(
+    argv: list[str], written: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``make_vectors.py --model paraphrase-MiniLM-L3-v2`` (or another ``--corpus`` or ``--convert``) wrote
+    its vectors over ``thucnews_e5.npy`` and its record: the scale and search benchmarks then replicated
+    another model's vectors, their record agreeing with them, and nothing said so."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    import nlsim.encoders
+
+    def encode(texts: list[str], **kwargs: object) -> np.ndarray:
+        return np.eye(len(texts), 4, dtype=np.float32)
+
+    encoder = SimpleNamespace(model_id="m", fingerprint="f", encode=encode)
+    monkeypatch.setattr(nlsim.encoders, "load_encoder", lambda *a, **k: encoder)
+    monkeypatch.setattr(make_vectors, "choose_noise", lambda emb: {"noise": 0.3})
+    monkeypatch.setattr(make_vectors, "BASE_VECTORS", tmp_path / "cache" / "thucnews_e5.npy")
+    monkeypatch.setattr(make_vectors, "BASE_META", tmp_path / "thucnews_e5.json")
+    monkeypatch.setattr(make_vectors, "CORPUS", tmp_path / "titles.parquet")
+    pd.DataFrame({"id": ["1", "2", "3", "4"], "title": ["甲", "乙", "丙", "丁"]}).to_parquet(
+        tmp_path / "titles.parquet"
+    )
+    assert make_vectors.main(["--corpus", str(tmp_path / "titles.parquet"), *argv]) == 0
+    assert sorted(p.name for p in tmp_path.rglob("thucnews_e5*")) == [f"{written}.json", f"{written}.npy"]
+
+
 def test_a_small_e5_run_does_not_write_the_record_the_cost_curve_reads(tmp_path: Path) -> None:
     assert bench_scale.e5_paths(tmp_path, 200) == [tmp_path / "embed_e5_200.json"]
     assert tmp_path / "embed_e5.json" in bench_scale.e5_paths(tmp_path, 10_000)
