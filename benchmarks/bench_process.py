@@ -148,6 +148,47 @@ def prepare(args: argparse.Namespace) -> None:
         )
 
 
+def timed_rows(
+    args: argparse.Namespace, variants: list[str], tmp: Path
+) -> tuple[dict[str, list[float]], list[dict[str, Any]]]:
+    """Each variant's warm-up, then ``--repeats`` timed runs of them all, interleaved, their vectors in
+    ``tmp``: the wall seconds of each variant's runs, and a row of figures for each."""
+    walls: dict[str, list[float]] = {v: [] for v in variants}
+    said: dict[str, str] = {}
+    for v in variants:  # warm-up: exports, int8 copies, the probe (all cached afterwards)
+        _, said[v] = run_once(command(v, args, tmp / f"{v}.npy"))
+        print(f"  warm-up {v:13s} {said[v]}", flush=True)
+    for rep in range(args.repeats):
+        for v in variants:
+            wall, said[v] = run_once(command(v, args, tmp / f"{v}.npy"))
+            walls[v].append(wall)
+            print(
+                f"  run {rep + 1} {v:13s} {wall:7.1f} s  load {os.getloadavg()[0]:.1f}  {said[v]}", flush=True
+            )
+    ref = np.load(tmp / "st.npy") if "st" in variants else None
+    rows = []
+    for v in variants:
+        med = statistics.median(walls[v])
+        row: dict[str, Any] = {
+            "variant": v,
+            "median s": med,
+            "runs s": " / ".join(f"{w:.1f}" for w in walls[v]),
+        }
+        if v.startswith("nlsim"):
+            meta = json.loads((tmp / f"{v}.json").read_text())
+            row["path"] = (meta.get("inference") or {}).get("path", "?")
+        else:
+            row["path"] = {"st": "torch fp32", "st-onnx": "onnx fp32", "st-onnx-int8": "onnx int8"}[v]
+        if ref is not None:
+            emb = np.load(tmp / f"{v}.npy")
+            row["x ST"] = statistics.median(walls["st"]) / med
+            row["min cos vs ST"] = f"{float((emb * ref).sum(1).min()):.5f}"
+        if "st-onnx" in walls:
+            row["x ST onnx"] = statistics.median(walls["st-onnx"]) / med
+        rows.append(row)
+    return walls, rows
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
@@ -206,40 +247,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"machine: {where}; threads {args.threads}; model {args.model}", flush=True)
     if args.prepare:
         prepare(args)
-    tmp = Path(tempfile.mkdtemp(prefix="bench-process-"))
-    walls: dict[str, list[float]] = {v: [] for v in variants}
-    said: dict[str, str] = {}
-    for v in variants:  # warm-up: exports, int8 copies, the probe (all cached afterwards)
-        _, said[v] = run_once(command(v, args, tmp / f"{v}.npy"))
-        print(f"  warm-up {v:13s} {said[v]}", flush=True)
-    for rep in range(args.repeats):
-        for v in variants:
-            wall, said[v] = run_once(command(v, args, tmp / f"{v}.npy"))
-            walls[v].append(wall)
-            print(
-                f"  run {rep + 1} {v:13s} {wall:7.1f} s  load {os.getloadavg()[0]:.1f}  {said[v]}", flush=True
-            )
-    ref = np.load(tmp / "st.npy") if "st" in variants else None
-    rows = []
-    for v in variants:
-        med = statistics.median(walls[v])
-        row: dict[str, Any] = {
-            "variant": v,
-            "median s": med,
-            "runs s": " / ".join(f"{w:.1f}" for w in walls[v]),
-        }
-        if v.startswith("nlsim"):
-            meta = json.loads((tmp / f"{v}.json").read_text())
-            row["path"] = (meta.get("inference") or {}).get("path", "?")
-        else:
-            row["path"] = {"st": "torch fp32", "st-onnx": "onnx fp32", "st-onnx-int8": "onnx int8"}[v]
-        if ref is not None:
-            emb = np.load(tmp / f"{v}.npy")
-            row["x ST"] = statistics.median(walls["st"]) / med
-            row["min cos vs ST"] = f"{float((emb * ref).sum(1).min()):.5f}"
-        if "st-onnx" in walls:
-            row["x ST onnx"] = statistics.median(walls["st-onnx"]) / med
-        rows.append(row)
+    with tempfile.TemporaryDirectory(prefix="bench-process-") as folder:  # the vectors: 15 MB a variant
+        walls, rows = timed_rows(args, variants, Path(folder))
     if args.quality:
         import bench_embedding as be
 

@@ -534,6 +534,37 @@ def test_a_quick_whole_process_run_writes_beside_the_committed_figures(
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"{stem}.json", f"{stem}.md"]
 
 
+@pytest.mark.parametrize("fails", [False, True])
+def test_a_whole_process_run_leaves_no_vectors_behind(
+    fails: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bench_process.py`` left the vectors of every variant (15 MB each for the bundled corpus) in a
+    ``bench-process-*`` folder of the system's temporary folder after every run, ended or failed."""
+    import tempfile
+
+    import bench_process
+
+    def run_once(cmd: list[str]) -> tuple[float, str]:
+        out = Path(cmd[cmd.index("--out") + 1])
+        out.write_bytes(b"vectors")
+        out.with_suffix(".json").write_text(json.dumps({"inference": {"path": "onnx-fp32"}}))
+        if fails:
+            raise RuntimeError("nlsim embed failed")
+        return 1.0, ""
+
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    monkeypatch.setattr(bench_process, "run_once", run_once)
+    monkeypatch.setattr(bench_process, "RESULTS", tmp_path / "results")
+    argv = ["--variants", "nlsim-fp32", "--repeats", "1", "--no-quality"]
+    if fails:
+        with pytest.raises(RuntimeError):
+            bench_process.main(argv)
+    else:
+        bench_process.main(argv)
+    assert not list((tmp_path / "tmp").iterdir())
+
+
 def test_the_startup_benchmark_times_the_settings_it_parsed_into_a_file_of_the_run_s_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
