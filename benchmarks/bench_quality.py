@@ -98,6 +98,22 @@ def _write(path: Path, obj: dict) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str))
 
 
+REPOSITORY_PATHS = ("model", "silver_corpus")
+"""The settings that may name a file or folder of the repository, relative to it as the records keep them."""
+
+
+def in_repository(settings: dict) -> dict:
+    """``settings`` with each of :data:`REPOSITORY_PATHS` that names a path of the repository relative to
+    it made absolute, so that the training finds it whatever folder the benchmark is run from (a model's
+    registry name, ``multilingual-e5-small``, names none and is kept)."""
+    return {
+        key: str(ROOT / value)
+        if key in REPOSITORY_PATHS and isinstance(value, str) and (ROOT / value).exists()
+        else value
+        for key, value in settings.items()
+    }
+
+
 def train_candidate(name: str, folder: str, settings: dict, table: object = None, **fixed: object) -> dict:
     """Train one candidate (validation only, best checkpoint saved under ``TRAINED``), or reuse its JSON.
 
@@ -116,7 +132,7 @@ def train_candidate(name: str, folder: str, settings: dict, table: object = None
         eval_test=False,
         eval_before=False,
         # a reranker only where a candidate names one; its epochs on every CPU, fp32 recipe or not
-        **epochs_on_any_cpu({"reranker": False, **fixed, **settings}),
+        **epochs_on_any_cpu({"reranker": False, **fixed, **in_repository(settings)}),
     )
     res = finetune(cfg, pairs=table, log=lambda m: print(f"[{folder} {name}] {m}", flush=True))
     row = {

@@ -46,3 +46,30 @@ def test_a_benchmark_run_from_another_folder_reads_the_repository_s_files(
     assert Path(getattr(_parsed(script, [], monkeypatch), option)) == ROOT / default
     given = getattr(_parsed(script, [f"--{option}", "day.parquet"], monkeypatch), option)
     assert Path(given) == tmp_path / "day.parquet"
+
+
+def test_a_quality_candidate_trained_from_another_folder_finds_the_repository_s_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bench_quality.py``'s candidates name the silver pairs' corpus (and the STS-B model they start from)
+    by their path in the repository: run from another folder, the training looked for
+    ``annotations/thucnews_corpus.tsv`` there. The candidate's record keeps the path as the recipe has
+    it."""
+    from types import SimpleNamespace
+
+    import bench_quality
+
+    import nlsim.training.finetune
+
+    trained = []
+    done = SimpleNamespace(best={}, history=[], seconds_per_epoch=[1.0], seconds=1.0, reranker=None)
+    monkeypatch.setattr(nlsim.training.finetune, "finetune", lambda cfg, **k: trained.append(cfg) or done)
+    monkeypatch.setattr(bench_quality, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(bench_quality, "TRAINED", tmp_path / "models")
+    (tmp_path / "results" / "select").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    recipe = {"silver_corpus": "annotations/thucnews_corpus.tsv", "model": "multilingual-e5-small"}
+    row = bench_quality.train_candidate("silver", "select", recipe, pairs=str(bench_quality.PAIRS))
+    assert Path(trained[0].silver.corpus) == ROOT / "annotations" / "thucnews_corpus.tsv"
+    assert trained[0].model == "multilingual-e5-small"
+    assert row["settings"] == recipe
