@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from _common import positive
 
 ROOT = Path(__file__).resolve().parents[1]
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
@@ -142,15 +143,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--model", default="multilingual-e5-small", help="the base model (default: multilingual-e5-small)"
     )
-    parser.add_argument("--epochs", type=int, default=2, help="epochs of the bi-encoder (default: 2)")
+    parser.add_argument("--epochs", type=positive(), default=2, help="epochs of the bi-encoder (default: 2)")
     parser.add_argument(
         "--cross-encoder-epochs",
-        type=int,
+        type=positive(),
         default=3,
         help="epochs of the reranker's cross-encoder (default: 3)",
     )
     parser.add_argument(
-        "--threads", type=int, default=None, help="torch CPU threads (default: torch's, every core)"
+        "--threads", type=positive(), default=None, help="torch CPU threads (default: torch's, every core)"
     )
     parser.add_argument("--avx2-only", action="store_true", help="as bench_pipeline.py --avx2-only")
     parser.add_argument(
@@ -160,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         "eta_avx2.json)",
     )
     args = parser.parse_args(argv)
+    if args.train_pairs < 0:  # head(-5) would train on all but the last 5
+        parser.error(f"argument --train-pairs: {args.train_pairs} is below 0 (0: every training pair)")
     if args.avx2_only:  # before torch is imported: its kernels are chosen when it loads
         from bench_pipeline import AVX2_ONLY
 

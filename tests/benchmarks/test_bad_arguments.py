@@ -513,3 +513,25 @@ def test_the_side_by_side_benchmark_names_the_extra_it_lacks_before_any_training
     monkeypatch.setattr(bench_finetune_speed, "side_by_side", lambda args: pytest.fail("it trained"))
     said = _refused(bench_finetune_speed.main, ["side-by-side", "--steps", "2"], capsys)
     assert "datasets" in said and "pip install -e '.[bench]'" in said
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["--epochs", "0"], "--epochs"),
+        (["--cross-encoder-epochs", "-1"], "--cross-encoder-epochs"),
+        (["--threads", "0"], "--threads"),
+        (["--train-pairs", "-5"], "--train-pairs"),
+    ],
+)
+def test_the_eta_benchmark_refuses_a_count_below_its_least_before_training(
+    argv: list[str], named: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bench_eta.py --train-pairs -5`` trained on every training pair but the last five, and ``--epochs 0``,
+    ``--cross-encoder-epochs -1`` or ``--threads 0`` went on to read the pairs and start the training."""
+    import bench_eta
+
+    import nlsim.training.finetune
+
+    monkeypatch.setattr(nlsim.training.finetune, "finetune", lambda *a, **k: pytest.fail("it trained"))
+    assert named in _refused(bench_eta.main, argv, capsys)
