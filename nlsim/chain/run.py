@@ -115,6 +115,7 @@ from nlsim.training import side_by_side
 from nlsim.training.clock import timed_steps
 from nlsim.training.data import (
     as_trained,
+    check_test_scorable,
     check_trainable,
     once_as_read,
     overruled_note,
@@ -863,12 +864,15 @@ def check_splits(cfg: PipelineConfig, pairs: pd.DataFrame) -> None:
     ``pairs`` fine-tuning would refuse, read as it reads them (:func:`~nlsim.training.data.as_trained`: one
     pair to the model in two splits or with two scores, converted with ``--convert``) and split
     (:func:`~nlsim.training.data.check_trainable`: a split with no pairs or too few, one score throughout,
-    no validation pair on one side of the level), which the baseline, scored and calibrated on the
+    no validation pair on one side of the level; :func:`~nlsim.training.data.check_test_scorable`: test
+    pairs too few for a Spearman, or of one score), which the baseline, scored and calibrated on the
     validation pairs first, would otherwise stop on in words that name neither, or score first."""
     training = cfg.finetune_config(None)
     read = as_trained(pairs, str(cfg.pairs), training.data.conversion)
-    train, validation, _ = split_pairs(read, training)
+    train, validation, test = split_pairs(read, training)
     check_trainable(train, validation, training, str(cfg.pairs))
+    if training.evaluation.eval_test:
+        check_test_scorable(test, training.data.test_split, str(cfg.pairs))
 
 
 def run_pipeline(cfg: PipelineConfig, *, call: Call = direct) -> PipelineResult:

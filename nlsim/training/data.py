@@ -29,7 +29,7 @@ from nlsim.clusters.constraints import pair_key
 from nlsim.clusters.verdicts import TrainingPairs, training_pairs
 from nlsim.errors import ConfigError, InputError
 from nlsim.evaluation.calibration import check_calibratable
-from nlsim.evaluation.metrics import check_scores_differ, convert_texts
+from nlsim.evaluation.metrics import check_scorable, convert_texts
 from nlsim.io.atomic import file_sha256
 from nlsim.io.pairs import (
     SPLITS,
@@ -132,20 +132,25 @@ def check_trainable(train: pd.DataFrame, validation: pd.DataFrame, cfg: Finetune
 
 
 def check_test_scorable(test: pd.DataFrame, split: str, source: str) -> None:
-    """Refuse, before training, a test split (``split``, scored after training) whose pairs all have one
-    score (:func:`~nlsim.evaluation.metrics.check_scores_differ`, as ``nlsim evaluate`` refuses it): its
-    Spearman and Pearson would be undefined, said only once the training time is spent. The way out is
-    named: pairs with other scores, or ``--no-test``. A file without test pairs trains as it did, scoring
-    validation only.
+    """Refuse, before training, a test split (``split``, scored after training) no correlation can be
+    computed on (:func:`~nlsim.evaluation.metrics.check_scorable`, as ``nlsim evaluate`` and ``nlsim
+    learning-curve`` refuse it): fewer than 3 pairs (the Spearman of 2 pairs is +1 or -1 whatever the
+    model), or all of one score (undefined), said only once the training time is spent. The way out is
+    named: more pairs, pairs with other scores, or ``--no-test``. A file without test pairs trains as it
+    did, scoring validation only (:func:`warn_untested`).
 
     Example:
         >>> check_test_scorable(pd.DataFrame({"score": [0.5, 0.5]}), "test", "p.tsv")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        nlsim.errors.InputError: p.tsv: field 'score': the 2 pair(s) in split 'test' all have the score ...
+        nlsim.errors.InputError: p.tsv: field 'split': 2 pair(s) in split 'test'; Spearman needs at least ...
     """
-    way_out = "; give the split pairs with other scores, or pass --no-test to train without scoring it"
-    check_scores_differ(test, source, split, more=way_out)
+    if test.empty:  # no test pairs: validation only, said by warn_untested
+        return
+    way_out = (
+        "; give the split more pairs, with scores that differ, or pass --no-test to train without scoring it"
+    )
+    check_scorable(test, source, split, more=way_out)
 
 
 def warn_untested(pairs: pd.DataFrame, split: str, source: str) -> None:

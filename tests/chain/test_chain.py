@@ -1323,6 +1323,23 @@ def test_pairs_fine_tuning_cannot_train_on_are_refused_before_the_baseline(
         run_pipeline(config(tmp_path, pairs, corpus, report=False))
 
 
+def test_a_test_split_too_small_for_a_spearman_is_refused_before_the_baseline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pair file of 2 test pairs: the chain scored and calibrated the zero-shot baseline, then its
+    training refused the test split (a Spearman of 2 pairs is +1 or -1 whatever the model). It is refused
+    as fine-tuning refuses it, by file and field, before the baseline."""
+    pairs, corpus = make_data(tmp_path, train=8, validation=8, test=2)
+
+    def started(*args: object, **kwargs: object) -> None:
+        raise _Started
+
+    monkeypatch.setattr(chain_run, "baseline_stage", started)
+    said = r"field 'split': 2 pair\(s\) in split 'test'; Spearman needs at least 3 pairs"
+    with pytest.raises(InputError, match=rf"{re.escape(str(pairs))}: {said}"):
+        run_pipeline(config(tmp_path, pairs, corpus, report=False))
+
+
 @pytest.mark.parametrize(
     ("again", "said"),
     [

@@ -101,7 +101,7 @@ def _overruled_pair_file(tmp_path: Path) -> Path:
     """A pair file with item ids (train, validation, test) and an editor's merge file overruling the
     annotators' 0.75 of the training pair t0/t1 with "not the same story"."""
     scores = {("train", "t"): [0.75, 1, 0, 0.5, 0.25, 1], ("validation", "v"): [1, 0, 1, 0.25]}
-    scores[("test", "x")] = [1, 0]
+    scores[("test", "x")] = [1, 0, 0.5]
     rows = [
         (split, f"{item}{2 * n}", f"{item}{2 * n + 1}", s)
         for (split, item), given in scores.items()
@@ -193,12 +193,12 @@ def test_prepare_pairs_counts_a_pair_pasted_twice_once(tmp_path: Path) -> None:
     again[["id_a", "id_b", "text_a", "text_b"]] = again[["id_b", "id_a", "text_b", "text_a"]].to_numpy()
     pd.concat([table, again]).to_csv(pairs, sep="\t", index=False)
     data = prepare_pairs(FinetuneConfig.of(pairs=str(pairs), conversion="none", eval_test=True))
-    assert (len(data.train), len(data.validation), len(data.test)) == (6, 4, 2)
+    assert (len(data.train), len(data.validation), len(data.test)) == (6, 4, 3)
     assert "p1-again" not in set(data.train["pair_id"]) and "p7-again" not in set(data.validation["pair_id"])
     # the same table given as a table (finetune(cfg, pairs=...)), not a file: counted once too
     given = pd.read_csv(pairs, sep="\t", dtype={"score": float}, keep_default_na=False)
     data = prepare_pairs(FinetuneConfig.of(conversion="none", eval_test=True), given)
-    assert (len(data.train), len(data.validation), len(data.test)) == (6, 4, 2)
+    assert (len(data.train), len(data.validation), len(data.test)) == (6, 4, 3)
 
 
 SCRIPT_PAIRS = [
@@ -264,6 +264,7 @@ def test_a_pair_given_again_in_the_other_script_in_its_split_is_trained_and_judg
     rows = [row for row in SCRIPT_PAIRS if row[1] != "新手机发布"]  # no pair in two splits
     rows.append(("颱風登陸台灣", "颱風來了", "1", "validation"))  # row 8's pair, 台 for 臺, in either order
     rows.append(("台风来了", "台风登陆台湾", "1", "validation"))  # and in Simplified characters
+    rows.append(("足球联赛闭幕", "篮球比赛结果", "0.25", "test"))  # a third test pair, for a Spearman
     pairs = tmp_path / "pairs.tsv"
     pd.DataFrame(rows, columns=["text_a", "text_b", "score", "split"]).to_csv(pairs, sep="\t", index=False)
     cfg = FinetuneConfig.of(pairs=str(pairs), conversion="tw2sp", calibrate_level=0.75)
@@ -286,6 +287,7 @@ def test_a_pair_given_again_with_markup_is_trained_and_judged_once_without_a_con
 
     rows = [row for row in SCRIPT_PAIRS if row[1] != "新手机发布"]  # no pair in two splits
     rows.append(("<b>颱風來了</b>", "颱風登陸臺灣", "1", "validation"))  # row 8's pair, in bold
+    rows.append(("足球联赛闭幕", "篮球比赛结果", "0.25", "test"))  # a third test pair, for a Spearman
     pairs = tmp_path / "pairs.tsv"
     pd.DataFrame(rows, columns=["text_a", "text_b", "score", "split"]).to_csv(pairs, sep="\t", index=False)
     with caplog.at_level("WARNING", logger="nlsim"):
@@ -483,6 +485,41 @@ def test_a_test_split_of_one_score_is_refused_in_one_wording_by_finetune_evaluat
         with pytest.raises(InputError) as err:
             refusal()
         assert str(err.value).startswith(said), (name, str(err.value))
+
+
+def test_a_test_split_of_two_pairs_is_refused_before_any_training(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test split of 2 pairs with different scores: ``nlsim finetune`` trained and reported a test
+    Spearman of +100 or -100 whatever the model (2 points are always in order or not), where ``nlsim
+    evaluate`` and ``nlsim learning-curve`` refuse fewer than 3 pairs. It is refused before the model loads,
+    in their words, naming the file, the split and the way out (``--no-test``)."""
+    import nlsim.training.finetune as ft
+    from nlsim.errors import InputError
+    from nlsim.evaluation.metrics import check_scorable
+    from nlsim.io.pairs import load_pairs
+    from nlsim.training.config import FinetuneConfig
+    from nlsim.training.data import prepare_pairs
+
+    rows = [r for r in SCRIPT_PAIRS if r[3] != "test"] + [r for r in SCRIPT_PAIRS if r[3] == "test"][::2]
+    pairs = tmp_path / "pairs.tsv"
+    pd.DataFrame(rows, columns=["text_a", "text_b", "score", "split"]).to_csv(pairs, sep="\t", index=False)
+
+    def never(*_: object) -> None:
+        raise AssertionError("the base model was loaded")
+
+    monkeypatch.setattr(ft, "load_base", never)
+    cfg = FinetuneConfig.of(pairs=str(pairs), conversion="none", calibrate_level=0.75)
+    with pytest.raises(InputError) as err:
+        finetune(cfg)
+    said = f"{pairs}: field 'split': 2 pair(s) in split 'test'; Spearman needs at least 3 pairs"
+    assert str(err.value).startswith(said), str(err.value)
+    assert "--no-test" in str(err.value)
+    with pytest.raises(InputError) as evaluate:
+        check_scorable(load_pairs(pairs, "test"), str(pairs), "test")
+    assert str(evaluate.value).startswith(said)
+    data = prepare_pairs(cfg.with_(eval_test=False))
+    assert (len(data.train), len(data.validation), len(data.test)) == (5, 4, 0)
 
 
 def test_a_test_split_of_one_score_is_refused_before_any_training(
