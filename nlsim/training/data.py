@@ -32,7 +32,6 @@ from nlsim.evaluation.calibration import check_calibratable
 from nlsim.evaluation.metrics import check_scorable, convert_texts
 from nlsim.io.atomic import file_sha256
 from nlsim.io.pairs import (
-    SPLITS,
     check_split_leaks,
     count_once,
     item_id,
@@ -275,12 +274,11 @@ def check_converted_leaks(every: pd.DataFrame, rows: list[int], source: str, con
     in either order), or in the same split with another score: the pair file's own check compares the
     texts as written (:func:`~nlsim.io.pairs.load_pairs`), the model reads them converted (``conversion``),
     so a test pair would be trained on, or one pair learnt with two scores. The check is the pair file's
-    (:func:`~nlsim.io.pairs.check_split_leaks`) on the converted texts; a row naming no split is none of
-    them (:func:`~nlsim.io.pairs.warn_unsplit`) and is left out. ``rows``: each pair's row in the file (from
-    1)."""
-    named = every["split"].isin(SPLITS).tolist()
-    kept = [row for row, split in zip(rows, named, strict=True) if split]
-    check_split_leaks(every[named], source, rows=kept, converted=conversion)
+    (:func:`~nlsim.io.pairs.check_split_leaks`) on the converted texts, every row alike: a row naming no
+    split, left out of training (:func:`~nlsim.io.pairs.warn_unsplit`), is a split of its own there, as
+    the pair file's check and ``nlsim evaluate --convert`` (:func:`~nlsim.io.pairs.load_pairs`) refuse it,
+    so that a file training takes is one they take. ``rows``: each pair's row in the file (from 1)."""
+    check_split_leaks(every, source, rows=rows, converted=conversion)
 
 
 def once_converted(every: pd.DataFrame, rows: list[int], source: str, conversion: str) -> pd.DataFrame:

@@ -251,6 +251,35 @@ def test_a_training_pair_given_again_in_the_other_script_in_test_is_refused(tmp_
         check_curve_splits(load_curve_pairs(pairs, log=lambda _: None), curve)  # before any point trains
 
 
+def test_a_training_pair_given_again_in_the_other_script_without_a_split_is_refused_as_evaluate_does(
+    tmp_path: Path,
+) -> None:
+    """A training pair given again in Simplified characters in a row that names no split: the pair file's
+    check refuses it written alike (a row without a split is a split of its own), and so does ``nlsim
+    evaluate --convert tw2sp``, which reads it as the model does, but training's check left the row out and
+    trained on the file. Training refuses it as they do, naming the file, both rows and the field; with
+    ``--convert none`` the two are two pairs, and the row is left out, said."""
+    from nlsim.errors import InputError
+    from nlsim.io.pairs import load_pairs
+    from nlsim.training.config import FinetuneConfig
+    from nlsim.training.data import prepare_pairs
+
+    rows = [(*row[:3], "" if row[1] == "新手机发布" else row[3]) for row in SCRIPT_PAIRS]
+    rows.append(("足球联赛闭幕", "篮球比赛结果", "0.25", "test"))  # a third test pair, for a Spearman
+    pairs = tmp_path / "pairs.tsv"
+    pd.DataFrame(rows, columns=["text_a", "text_b", "score", "split"]).to_csv(pairs, sep="\t", index=False)
+    said = f"{pairs}: row 11, field 'text_a': the same pair as row 5 is in split 'train' and in no split"
+    with pytest.raises(InputError) as evaluate:
+        load_pairs(pairs, "test", repeats="once", conversion="tw2sp")
+    assert str(evaluate.value).startswith(said)
+    cfg = FinetuneConfig.of(pairs=str(pairs), conversion="tw2sp", calibrate_level=0.75)
+    with pytest.raises(InputError) as err:
+        prepare_pairs(cfg)
+    assert str(err.value) == str(evaluate.value)
+    data = prepare_pairs(cfg.with_(conversion="none"))
+    assert (len(data.train), len(data.validation), len(data.test)) == (5, 4, 3)
+
+
 def test_a_pair_given_again_in_the_other_script_in_its_split_is_trained_and_judged_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
