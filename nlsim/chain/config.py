@@ -29,6 +29,7 @@ from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.settings import ClusteringSettings, InputSettings, ReportSettings, SearchSettings
 from nlsim.errors import ConfigError
 from nlsim.evaluation.levels import DEFAULT_LEVEL, parse_level
+from nlsim.io.pairs import PAIR_FILE_FORMATS
 from nlsim.models.settings import ModelSettings
 from nlsim.options import Configuration, assign, concern, option
 from nlsim.training.config import (
@@ -56,7 +57,8 @@ class PipelineConfig(Configuration):
     """Parameters of one run of the chain (see the module docstring)."""
 
     pairs: str = option(
-        "annotations/thucnews_tw_pairs.tsv", help="the annotated pairs (with train/validation/test)"
+        "annotations/thucnews_tw_pairs.tsv",
+        help=f"the annotated pairs (with train/validation/test; {PAIR_FILE_FORMATS})",
     )
     model_store: str = option("models", help="model store: versioned models and the current-model pointer")
     base_model: str = option(

@@ -358,7 +358,7 @@ class ClusteringSettings:
     )
     annotated_pairs: str | None = option(
         None,
-        help="the annotated pair file (.tsv/.csv/.parquet, the one `nlsim annotate merge` extends): the "
+        help=f"the annotated pair file ({PAIR_FILE_FORMATS}; the one `nlsim annotate merge` extends): the "
         "page's review queue never offers its pairs again, and the editors' verdicts kept beside it "
         "(FILE.verdicts.csv, checked against the pair file) act on the clusters: same story joins two "
         "items, not the same story keeps them apart (training pairs only; a daily state keeps them for "

@@ -674,18 +674,29 @@ def test_a_corpus_options_help_names_every_format_the_corpus_is_read_in(
     assert ".jsonl" in said and ".json array" in said, said
 
 
-@pytest.mark.parametrize("command", ["evaluate", "calibrate", "finetune", "learning-curve", "dedup"])
+@pytest.mark.parametrize(
+    ("command", "option"),
+    [
+        ("evaluate", "--pairs"),
+        ("calibrate", "--pairs"),
+        ("finetune", "--pairs"),
+        ("learning-curve", "--pairs"),
+        ("dedup", "--judge-pairs"),
+        ("dedup", "--annotated-pairs"),
+        ("pipeline", "--pairs"),
+    ],
+)
 def test_a_pair_files_help_names_the_compressed_files_it_is_read_from(
-    command: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    command: str, option: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """A pair file is read compressed whole as well (``pairs.tsv.gz``, ``.bz2``, ``.xz``), but each
-    command's help said ``(.tsv/.csv/.parquet)``; each names the compressed files too."""
+    command's help said ``(.tsv/.csv/.parquet)`` (``nlsim dedup --annotated-pairs``), or named no format
+    (``nlsim pipeline --pairs``); each names the compressed files too."""
     from nlsim.cli import build_parser
     from nlsim.io.pairs import load_pairs
 
     with pytest.raises(SystemExit):
         build_parser().parse_args([command, "--help"])
-    option = "--judge-pairs" if command == "dedup" else "--pairs"
     lines = capsys.readouterr().out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.lstrip().startswith(f"{option} "))
     end = next(i for i in range(start + 1, len(lines)) if not lines[i].startswith(" " * 6))
