@@ -96,8 +96,7 @@ def run(args: argparse.Namespace) -> int:
         check_calibratable,
         save_calibration,
     )
-    from nlsim.io.atomic import file_sha256
-    from nlsim.io.pairs import load_pairs
+    from nlsim.io.pairs import load_pairs, pinned
 
     check_split(args.split)  # as nlsim evaluate refuses it: 'all' named too, before any reading
     level = parse_level(args.level)
@@ -125,7 +124,9 @@ def run(args: argparse.Namespace) -> int:
         target, lambda p: is_json_record(p, CALIBRATION_KEYS), what="--out", kind="calibration file"
     )
     split = None if args.split == "all" else args.split
-    frame = load_pairs(args.pairs, split=split, repeats="once", conversion=args.convert)
+    # the digest of the bytes read, not of the file once the model has loaded: it may have changed since
+    with pinned(args.pairs, "nothing is written") as pairs_sha256:
+        frame = load_pairs(args.pairs, split=split, repeats="once", conversion=args.convert)
     check_calibratable(frame, level, args.pairs, args.split)  # before the model loads and embeds them
     enc = load_encoder(args.model, threads=args.threads)
     warn_model_conversion(enc.path if model is not None else None, args.convert)
@@ -137,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         split=args.split,
         model=str(args.model),
         pairs_file=str(args.pairs),
-        pairs_sha256=file_sha256(args.pairs),
+        pairs_sha256=pairs_sha256,
         method=args.method,
     )
     path = save_calibration(cal, target)

@@ -277,6 +277,38 @@ def test_calibrate_out_ending_in_a_slash_is_a_folder_to_make(
     assert "written: calibrations/calibration.json" in capsys.readouterr().out
 
 
+def test_calibrate_records_the_digest_of_the_pairs_it_calibrated_on(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``nlsim calibrate`` read the pair file, loaded the model (minutes, to fetch it), then took the file's
+    SHA-256 for the calibration: a file edited meanwhile (a merge adding the day's pairs) was recorded as
+    the pairs of a threshold calibrated on the earlier ones. The digest is of the bytes it read."""
+    import hashlib
+    import shutil
+
+    import nlsim.encoders as encoders
+
+    pairs = tmp_path / "pairs.tsv"
+    shutil.copy(pairs_file, pairs)
+    read = hashlib.sha256(pairs.read_bytes()).hexdigest()
+    real = encoders.load_encoder
+
+    def edited_meanwhile(*args: object, **kwargs: object) -> object:
+        header = pairs.read_text(encoding="utf-8").splitlines()[0].split("\t")
+        added = {"pair_id": "added", "split": "validation", "text_a": "new one", "text_b": "new two"}
+        with pairs.open("a", encoding="utf-8") as out:
+            out.write("\t".join(added.get(column, "0.5") for column in header) + "\n")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(encoders, "load_encoder", edited_meanwhile)
+    out = tmp_path / "c.json"
+    argv = ["calibrate", "--model", "paraphrase-MiniLM-L3-v2", "--pairs", str(pairs), "--convert", "none"]
+    assert cli([*argv, "--no-precision-check", "--out", str(out)]) == 0
+    assert hashlib.sha256(pairs.read_bytes()).hexdigest() != read  # the file did change
+    cal = json.loads(out.read_text())
+    assert (cal["pairs_sha256"], cal["n"]) == (read, 16)
+
+
 @pytest.mark.parametrize("baseline", ["tfidf-char2", "use-m3"])
 def test_calibrate_refuses_a_baseline_by_name(pairs_file: Path, tmp_path: Path, baseline: str) -> None:
     """``nlsim evaluate --model tfidf-char2`` scores a baseline; ``nlsim calibrate`` with it said the name
