@@ -421,13 +421,53 @@ def load_pairs(
 def check_pair_columns(table: pd.DataFrame, path: str | Path) -> None:
     """Refuse a pair file whose column of :data:`READ_COLUMNS` is spelt otherwise (``Score``, ``split `` with
     a space, ``pairId``; :func:`~nlsim.io.corpus_schema.spelt_otherwise`), or that has one of ``id_a`` and
-    ``id_b`` and not the other, by file and field: either would be read as a file without that column."""
+    ``id_b`` and not the other, by file and field: either would be read as a file without that column. So
+    is one whose item ids are stored as floats (:func:`check_float_ids`)."""
     spelt = spelt_otherwise(path, list(table.columns), READ_COLUMNS)
     if spelt is not None:  # Score: "missing column"; Split, pairId: kept aside, the file read without them
         raise spelt
     for col, other in (("id_a", "id_b"), ("id_b", "id_a")):  # one without the other names no pair
         if other in table.columns and col not in table.columns:
             raise InputError(path, None, col, f"missing column (the file has {other}: a pair's ids are both)")
+    check_float_ids(table, path)
+
+
+def check_float_ids(table: pd.DataFrame, path: str | Path) -> None:
+    """Refuse (:class:`~nlsim.errors.InputError`, naming the file, the first row and the field) a pair
+    file whose ``id_a`` or ``id_b`` column holds floats (``101.0``), as pandas stores a column of integer
+    ids with an empty cell (pairs without ids joined to pairs with them) and writes it to Parquet: each
+    id would read as ``101.0``, which names no item of a corpus whose ids are ``101`` (a corpus refuses
+    float ids so: :func:`nlsim.io.corpus.load_corpus`), and the editors' verdicts and the review queue
+    would match none of the file's pairs, unsaid. Said in the words ``nlsim judge`` refused such ids in
+    (:func:`nlsim.evaluation.judge.scored_pairs`). A column with no id at all is a file of pairs keyed by
+    their texts.
+
+    Example:
+        >>> check_float_ids(pd.DataFrame({"id_a": [101.0, None], "id_b": ["102", "103"]}), "p.parquet")
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.InputError: p.parquet: row 1, field 'id_a': item id 101.0 is a float: ids must be ...
+    """
+    for col in ("id_a", "id_b"):
+        if col not in table.columns or not pd.api.types.is_float_dtype(table[col]):
+            continue
+        values = table[col].to_numpy(dtype=float)
+        known = np.flatnonzero(~np.isnan(values))
+        if not len(known):
+            continue
+        empty = np.flatnonzero(np.isnan(values))
+        why = ""
+        if len(empty):
+            row = int(empty[0]) + 1
+            why = f", as pandas stores a column of integers with an empty cell: row {row} has none"
+        raise InputError(
+            path,
+            int(known[0]) + 1,
+            col,
+            f"item id {float(values[known[0]])!r} is a float: ids must be text or integers, as a corpus's "
+            f"are (the column is stored as floats{why}); write it as integers (df['{col}'].astype('Int64')) "
+            "or as text",
+        )
 
 
 REPLACEMENT = "\ufffd"

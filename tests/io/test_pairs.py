@@ -409,3 +409,47 @@ def test_a_pair_file_written_with_another_separator_is_named_so(
         load_pairs(path)
     assert said in str(error.value), str(error.value)
     assert str(path) in str(error.value)
+
+
+def test_a_parquet_pair_file_whose_item_ids_are_floats_is_refused_by_row_and_field(tmp_path: Path) -> None:
+    """Pairs with item ids joined to pairs without them, written by pandas to Parquet: the id columns are
+    floats, and each id read as ``101.0``, which names no item of the corpus (its ``101``), so that verdicts
+    and the review queue matched none of the pairs, unsaid (``nlsim judge`` alone refused them). The file
+    is refused, in the judge's words, naming the first row, the field, the cause and the fix; the same ids
+    as integers read as the corpus's."""
+    from nlsim.annotation.merge import merge_annotations
+
+    table = pd.DataFrame(
+        {
+            "pair_id": ["p1", "p2", "p3"],
+            "id_a": [101, 103, None],
+            "id_b": [102, 104, None],
+            "text_a": ["甲一", "甲二", "甲三"],
+            "text_b": ["乙一", "乙二", "乙三"],
+            "score": [1.0, 0.5, 0.0],
+            "split": "train",
+        }
+    )
+    pairs = tmp_path / "pairs.parquet"
+    table.to_parquet(pairs)
+    said = (
+        f"{pairs}: row 1, field 'id_a': item id 101.0 is a float: ids must be text or integers, as a "
+        "corpus's are (the column is stored as floats, as pandas stores a column of integers with an empty "
+        "cell: row 3 has none)"
+    )
+    with pytest.raises(InputError) as err:
+        load_pairs(pairs)
+    assert str(err.value).startswith(said) and "astype('Int64')" in str(err.value)
+    filled = tmp_path / "filled.csv"
+    pd.DataFrame(
+        {"id_a": ["201"], "id_b": ["202"], "text_a": ["丙"], "text_b": ["丁"], "score": ["1"]}
+    ).to_csv(filled, index=False)
+    with pytest.raises(InputError, match="row 1, field 'id_a': item id 101.0 is a float"):
+        merge_annotations(filled, pairs, log=lambda _: None)
+    table.astype({"id_a": "Int64", "id_b": "Int64"}).to_parquet(pairs)
+    assert load_pairs(pairs)[["id_a", "id_b"]].astype(str).values.tolist()[:2] == [
+        ["101", "102"],
+        ["103", "104"],
+    ]
+    table.assign(id_a=float("nan"), id_b=float("nan")).to_parquet(pairs)  # no ids at all: keyed by texts
+    assert len(load_pairs(pairs)) == 3
