@@ -10,17 +10,36 @@ import argparse
 import textwrap
 from typing import Any
 
-from nlsim.commands.options import Formatter, add_config_options, config_from_args
+from nlsim.commands.options import Formatter, add_config_options, config_from_args, refuse_option
 from nlsim.training.config import FinetuneConfig
+
+NOT_OPTIONS = {
+    "--rerank": (
+        "--rerank is not an option of nlsim finetune (nlsim dedup's, which rescores a report's pairs with a "
+        "model's reranker): the model trained carries a reranker unless --no-reranker is given, and "
+        "--rerank-weight WEIGHT sets the bi-encoder's share of its score"
+    ),
+    "--gpu": (
+        "--gpu is not an option of nlsim finetune (nlsim dedup's, which runs FAISS on the GPU): training "
+        "runs on the GPU when torch sees one (NLSIM_DEVICE names another device), and --gpu-batch-size N "
+        "sets its pairs per step there"
+    ),
+}
+"""The options of other commands that ``nlsim finetune`` refuses by name, and why: argparse would read each
+as the start of a longer option of its own that takes a value (``--rerank`` as ``--rerank-weight``,
+``--gpu`` as ``--gpu-batch-size``), and say that one wants an argument."""
 
 
 def add_finetune_options(p: argparse.ArgumentParser) -> None:
     """Options shared by ``nlsim finetune`` and ``python -m flows.finetune``: the settings of
     ``FinetuneConfig``, one group per concern (data, bi-encoder, training steps, evaluation, silver pairs,
-    reranker)."""
+    reranker), and the options of other commands it would read as the start of its own refused by name
+    (:data:`NOT_OPTIONS`)."""
     add_config_options(p, FinetuneConfig)
     for key in ("pairs", "out"):
         p._option_string_actions[f"--{key}"].required = True  # required on the command line
+    for flag, why in NOT_OPTIONS.items():
+        refuse_option(p, flag, why)
 
 
 def register(subparsers: Any) -> None:

@@ -758,6 +758,38 @@ def test_the_chain_refuses_model_by_name_not_as_the_start_of_model_store(
     assert "--model is not an option of the chain" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("flag", "longer", "takes"),
+    [("--rerank", "--rerank-weight", "--no-reranker"), ("--gpu", "--gpu-batch-size", "NLSIM_DEVICE")],
+)
+def test_nlsim_finetune_refuses_an_option_of_dedup_by_name_not_as_the_start_of_its_own(
+    flag: str, longer: str, takes: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``nlsim finetune --gpu`` (``--gpu`` as ``nlsim dedup`` takes it) was read as the start of
+    ``--gpu-batch-size``, and ``--rerank`` as ``--rerank-weight``: without a number after it the run
+    stopped on "argument --gpu-batch-size: expected one argument", an option never given, and with one
+    (``--gpu 0``, a device) it set that option. Each is refused by name, saying what finetune takes
+    instead, before any work; so does ``python -m flows.finetune``. The longer options and their starts
+    still read as before."""
+    from flows import finetune as finetune_flow
+    from nlsim.cli import build_parser
+
+    given = ["finetune", "--pairs", "p.tsv", "--out", "m"]
+    for more in ([flag], [flag, "0"]):
+        with pytest.raises(SystemExit) as stop:
+            build_parser().parse_args([*given, *more])
+        assert stop.value.code == 2
+        said = capsys.readouterr().err
+        assert f"{flag} is not an option of nlsim finetune" in said and takes in said, said
+        assert f"argument {longer}" not in said
+    parsed = build_parser().parse_args([*given, f"{longer[:-3]}", "48"])
+    assert vars(parsed)[longer[2:].replace("-", "_")] == (48 if flag == "--gpu" else 48.0)
+    with pytest.raises(SystemExit) as stop:
+        finetune_flow.main(["--pairs", "p.tsv", "--out", "m", flag])
+    assert stop.value.code == 2
+    assert f"{flag} is not an option of nlsim finetune" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("action", [["list"], ["promote", "v0001"], ["rollback"]])
 def test_nlsim_models_refuses_model_by_name_not_as_the_start_of_model_store(
     action: list[str], capsys: pytest.CaptureFixture[str]
