@@ -185,7 +185,11 @@ def validate_pairs(
 
 def _score(raw: object, source: str | Path, n: int) -> float:
     """The score of row ``n``'s cell ``raw``, or an :class:`InputError` naming the file, row and field: a
-    blank cell or an export's marker of none (``nan``, ``NULL``) is a missing score."""
+    blank cell or an export's marker of none (``nan``, ``NULL``) is a missing score; ``-0`` is 0.
+
+    >>> _score("-0.0", "p.tsv", 1), _score(" 1.0 ", "p.tsv", 2)
+    (0.0, 1.0)
+    """
     if _is_missing(raw):
         raise InputError(source, n, "score", "missing score")
     if isinstance(raw, (bool, np.bool_)):
@@ -200,7 +204,7 @@ def _score(raw: object, source: str | Path, n: int) -> float:
         raise InputError(source, n, "score", f"missing score (the cell holds {raw!r})")
     if not 0.0 <= score <= 1.0:
         raise InputError(source, n, "score", f"score {raw} is outside [0, 1]")
-    return score
+    return score + 0.0  # -0 (a rounding's sign kept by an export) is 0: said and digested as 0
 
 
 def item_id(value: object) -> str:

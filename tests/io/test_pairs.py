@@ -453,3 +453,19 @@ def test_a_parquet_pair_file_whose_item_ids_are_floats_is_refused_by_row_and_fie
     ]
     table.assign(id_a=float("nan"), id_b=float("nan")).to_parquet(pairs)  # no ids at all: keyed by texts
     assert len(load_pairs(pairs)) == 3
+
+
+def test_a_score_written_minus_zero_is_read_as_zero(tmp_path: Path) -> None:
+    """A score exported as ``-0`` or ``-0.0`` (a rounding that kept its sign) was read as -0.0: the pairs'
+    digest, which the chain's training fingerprint and a learning curve take to tell their annotations,
+    differed from the same file written ``0``, and a refusal said "score -0". It is read as 0."""
+    from nlsim.io.pairs import annotations_digest
+
+    rows = "p1\tA\tB\t{}\ttrain\np2\tC\tD\t1\ttrain\n"
+    read = {}
+    for written in ("0", "-0", "-0.0"):
+        path = tmp_path / f"pairs{written}.tsv"
+        path.write_text("pair_id\ttext_a\ttext_b\tscore\tsplit\n" + rows.format(written), encoding="utf-8")
+        read[written] = load_pairs(path)
+    assert [str(f["score"].iloc[0]) for f in read.values()] == ["0.0", "0.0", "0.0"]
+    assert len({annotations_digest(f) for f in read.values()}) == 1
