@@ -661,6 +661,28 @@ def test_a_header_repeated_inside_the_file_is_named_as_such(pairs: Path, tmp_pat
     assert pairs.read_bytes() == before
 
 
+def test_two_spreadsheet_files_joined_name_the_second_header_as_such(pairs: Path, tmp_path: Path) -> None:
+    """Two editors' files saved by a spreadsheet as CSV UTF-8, each beginning with a byte-order mark, joined
+    (``cat a.csv b.csv``): the second header's first cell reads ``\ufeffpair_id``, and the row was refused
+    for an id holding U+FEFF and a score that is not a number. It is named as the header again, as
+    without the marks; so is a pair file's header joined so."""
+    first = one_pair(tmp_path, "a.csv")
+    second = one_pair(tmp_path, "b.csv", id_a="z3", id_b="z4", pair_id="", text_a="股市大跌")
+    joined = tmp_path / "both.csv"
+    mark = "\ufeff".encode()
+    joined.write_bytes(mark + first.read_bytes() + mark + second.read_bytes())
+    before = pairs.read_bytes()
+    with pytest.raises(InputError) as err:
+        merge_annotations(joined, pairs, log=quiet)
+    assert err.value.row == 3 and "header again" in err.value.reason, str(err.value)
+    assert "not a number" not in str(err.value) and "U+FEFF" not in str(err.value)
+    assert pairs.read_bytes() == before
+    table = tmp_path / "joined.tsv"
+    table.write_bytes(2 * (mark + b"text_a\ttext_b\tscore\tsplit\nA\tB\t0.5\ttrain\n"))
+    with pytest.raises(InputError, match=r"row 2, field 'score': the header again"):
+        load_pairs(table)
+
+
 def test_with_skip_blank_a_duplicate_pair_id_names_the_files_rows(pairs: Path, tmp_path: Path) -> None:
     path = filled(tmp_path, pair_id=["e1", "e9", "e3", "e9"], text_a=["甲", "丙", "戊", "庚"],
                   text_b=["乙", "丁", "己", "辛"], score=["", "1", "1", "0"])  # fmt: skip

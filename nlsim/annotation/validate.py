@@ -40,6 +40,7 @@ from nlsim.io.cells import describe, first_control, missing_marker, one_line, sc
 from nlsim.io.corpus import load_items
 from nlsim.io.corpus_schema import spelt_otherwise
 from nlsim.io.pairs import (
+    header_name,
     item_id,
     normalise_text,
     pair_keys,
@@ -428,11 +429,16 @@ def validate_filled(
 
 def _repeats_header(row: tuple[Any, ...], columns: pd.Index) -> bool:
     """Whether a row of an editors' file is its header again: its score cell says ``score`` and every
-    other cell it fills is its column's name."""
+    other cell it fills is its column's name, the byte-order mark a spreadsheet writes before a file's
+    first header left aside (two files saved as CSV UTF-8 and joined).
+
+    >>> _repeats_header(("\ufeffpair_id", "score"), pd.Index(["pair_id", "score"]))
+    True
+    """
     cells = dict(zip((str(c) for c in columns), row, strict=True))
-    if str(cells.get("score", "")).strip().lower() != "score":
+    if header_name(cells.get("score", "")) != "score":
         return False
-    return all(is_blank(v) or str(v).strip().lower() == c.strip().lower() for c, v in cells.items())
+    return all(is_blank(v) or header_name(v) == header_name(c) for c, v in cells.items())
 
 
 def split_problems(new: pd.DataFrame, split: str, filled: str | Path) -> list[InputError]:

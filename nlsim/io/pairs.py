@@ -80,6 +80,16 @@ def read_pair_table(path: str | Path) -> pd.DataFrame:
     return text_columns(path, read_table(path, allowed=("parquet", "csv", "tsv")), TEXT_COLUMNS)
 
 
+def header_name(cell: object) -> str:
+    """A cell as the name of a column it may repeat (a file's header again, two files joined): without the
+    byte-order mark a spreadsheet writes before a file's first header, white space around it, in lower case.
+
+    >>> header_name("\ufeffText_A ")
+    'text_a'
+    """
+    return str(cell).replace("\ufeff", "").strip().lower()
+
+
 def _is_missing(value: object) -> bool:
     if value is None or value is pd.NA:
         return True
@@ -148,7 +158,7 @@ def validate_pairs(
     for i, row in enumerate(frame.itertuples(index=False)):
         n = i + 1
         rec = row._asdict()
-        if all(str(rec[c]).strip() == c for c in REQUIRED):  # cat a.tsv b.tsv: b's header is a row of a's
+        if all(header_name(rec[c]) == c for c in REQUIRED):  # cat a.tsv b.tsv: b's header is a row of a's
             raise InputError(source, n, "score", "the header again (two files joined?): remove this row")
         pid = rec["pair_id"]
         if _is_missing(pid):
