@@ -76,8 +76,15 @@ READ_COLUMNS = (*COLUMNS, "id_a", "id_b")
 
 def read_pair_table(path: str | Path) -> pd.DataFrame:
     """Read a pair file (TSV, CSV or Parquet; a TSV or CSV may be compressed, ``pairs.tsv.gz``) with
-    :func:`nlsim.io.tables.read_table`."""
-    return text_columns(path, read_table(path, allowed=("parquet", "csv", "tsv")), TEXT_COLUMNS)
+    :func:`nlsim.io.tables.read_table`. A column pandas wrote as categories
+    (``df["split"].astype("category")``, a Parquet dictionary column read back so) is read as its values,
+    as any other column: a category column takes no value it does not list, not even the empty split of a
+    row that names none."""
+    frame = read_table(path, allowed=("parquet", "csv", "tsv"))
+    categories = [c for c in frame.columns if isinstance(frame[c].dtype, pd.CategoricalDtype)]
+    if categories:
+        frame = frame.astype(dict.fromkeys(categories, object))
+    return text_columns(path, frame, TEXT_COLUMNS)
 
 
 def header_name(cell: object) -> str:

@@ -469,3 +469,33 @@ def test_a_score_written_minus_zero_is_read_as_zero(tmp_path: Path) -> None:
         read[written] = load_pairs(path)
     assert [str(f["score"].iloc[0]) for f in read.values()] == ["0.0", "0.0", "0.0"]
     assert len({annotations_digest(f) for f in read.values()}) == 1
+
+
+def test_a_parquet_pair_file_whose_split_pandas_wrote_as_categories_is_read(tmp_path: Path) -> None:
+    """A pair file whose ``split`` column pandas wrote as categories (``astype("category")``), one row
+    without a split: every command that read it stopped on a traceback, "Cannot setitem on a Categorical
+    with a new category", where the same file with a text column reads, the row said as naming no split.
+    The column is read as its values; an editors' file merges into it."""
+    from nlsim.annotation.merge import merge_annotations
+
+    table = pd.DataFrame(
+        {
+            "pair_id": ["p1", "p2", "p3", "p4"],
+            "id_a": ["a1", "a3", "a5", "a7"],
+            "id_b": ["a2", "a4", "a6", "a8"],
+            "text_a": ["甲一", "甲二", "甲三", "甲四"],
+            "text_b": ["乙一", "乙二", "乙三", "乙四"],
+            "score": [1.0, 0.5, 0.0, 0.25],
+            "split": ["train", "test", None, "test"],
+        }
+    )
+    pairs = tmp_path / "pairs.parquet"
+    table.astype({"split": "category"}).to_parquet(pairs)
+    assert load_pairs(pairs)["split"].tolist() == ["train", "test", "", "test"]
+    assert load_pairs(pairs, "test")["pair_id"].tolist() == ["p2", "p4"]
+    filled = tmp_path / "filled.csv"
+    pd.DataFrame({"id_a": ["b1"], "id_b": ["b2"], "text_a": ["丙"], "text_b": ["丁"], "score": ["1"]}).to_csv(
+        filled, index=False
+    )
+    assert merge_annotations(filled, pairs, split="train", log=lambda _: None).added == 1
+    assert load_pairs(pairs)["split"].tolist() == ["train", "test", "", "test", "train"]
