@@ -189,7 +189,7 @@ def validate_pairs(
         scores.append(_score(rec["score"], source, n))
         split = rec["split"]
         if not _is_missing(split) and str(split).strip() not in SPLITS:
-            raise InputError(source, n, "split", f"unknown split {split!r} (use {', '.join(SPLITS)})")
+            raise InputError(source, n, "split", f"unknown split {split!r}{_split_hint(split)}")
     frame["pair_id"] = frame["pair_id"].astype(str).str.strip()
     frame["text_a"] = frame["text_a"].astype(str)
     frame["text_b"] = frame["text_b"].astype(str)
@@ -198,6 +198,20 @@ def validate_pairs(
     check_split_leaks(frame, source, repeated_scores=repeated_scores)
     other = [c for c in frame.columns if c not in COLUMNS]
     return frame[list(COLUMNS) + other]
+
+
+def _split_hint(split: object) -> str:
+    """What a refusal of the split cell ``split`` adds: the split it reads as in another width or case
+    (``ｔｒａｉｎ``, typed with a Chinese input method in full-width mode, or ``Train``), to write so; else
+    the splits.
+
+    >>> _split_hint("ｔｒａｉｎ"), _split_hint("dev")
+    (" (written in full-width letters or capitals: write it 'train')", ' (use train, validation, test)')
+    """
+    meant = header_name(unicodedata.normalize("NFKC", str(split)))
+    if meant in SPLITS:
+        return f" (written in full-width letters or capitals: write it {meant!r})"
+    return f" (use {', '.join(SPLITS)})"
 
 
 def _score(raw: object, source: str | Path, n: int) -> float:

@@ -85,6 +85,8 @@ def test_the_annotated_set_loads(repo_root: Path) -> None:
         ),
         ("p1\ta\tb\t0.5\ttrain\np1\tc\td\t0.5\ttest\n", 2, "pair_id", "duplicate pair id 'p1'"),
         ("p1\ta\tb\t0.5\tdev\n", 1, "split", "unknown split"),
+        ("p1\ta\tb\t0.5\tｔｒａｉｎ\n", 1, "split", "full-width letters or capitals: write it 'train'"),
+        ("p1\ta\tb\t0.5\tTest\n", 1, "split", "full-width letters or capitals: write it 'test'"),
     ],
 )
 def test_bad_rows_are_refused(tmp_path: Path, body: str, row: int, field: str, reason: str) -> None:
