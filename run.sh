@@ -10,7 +10,18 @@
 # report folder are not given: the chain stops after the promotion).
 # A relative path in the arguments is read from this folder (the job runs here); one in NLSIM_HOME,
 # PREFECT_HOME or PYTHON from the folder run.sh is started in.
+# `bash run.sh --help`: this text and `nlsim pipeline`'s options, with nothing set up or run.
 set -euo pipefail
+for arg in "$@"; do  # the help at once: no set-up first (`nlsim pipeline --help` where it is installed)
+  case $arg in
+    -h | --help)
+      sed -n '2,/^set -/s/^# \{0,1\}//p' "$0"
+      nlsim="$(dirname "$0")/.venv/bin/nlsim"
+      if [ -x "$nlsim" ]; then echo && exec "$nlsim" pipeline --help; fi
+      echo "(the options of \`nlsim pipeline\` are listed here once set up: bash scripts/setup.sh)"
+      exit 0 ;;
+  esac
+done
 # a relative path in NLSIM_HOME, PREFECT_HOME or PYTHON (one with a /) is the caller's folder's: made whole
 # before the cd below (a command name, an absolute path and ~/... are left as they are)
 case ${NLSIM_HOME:-/} in /* | "~"*) ;; *) export NLSIM_HOME=$PWD/${NLSIM_HOME#./} ;; esac

@@ -4,7 +4,18 @@
 # whose outcome depends on the CPU's instruction sets (marker cpu_features) a second time, with the flags of
 # an avx2-only CPU (no avx512, VNNI, bf16 or AMX), so that a suite green here is green on any CPU kind; on a
 # CPU whose flags are already those, the first pass was that pass, and it is not repeated.
+# `bash test.sh --help`: this text and pytest's options, with nothing set up or run.
 set -euo pipefail
+for arg in "$@"; do  # the help at once: no set-up first (pytest's own where it is installed)
+  case $arg in
+    -h | --help)
+      sed -n '2,/^set -/s/^# \{0,1\}//p' "$0"
+      python="$(dirname "$0")/.venv/bin/python"
+      if [ -x "$python" ]; then echo && exec "$python" -m pytest --help; fi
+      echo "(pytest's options are listed here once set up: bash scripts/setup.sh --all-bytecode --no-model)"
+      exit 0 ;;
+  esac
+done
 # a relative path in NLSIM_HOME, PREFECT_HOME or PYTHON (one with a /) is the caller's folder's: made whole
 # before the cd below (a command name, an absolute path and ~/... are left as they are)
 case ${NLSIM_HOME:-/} in /* | "~"*) ;; *) export NLSIM_HOME=$PWD/${NLSIM_HOME#./} ;; esac

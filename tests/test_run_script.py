@@ -113,3 +113,32 @@ def test_test_sh_names_a_tmpdir_that_is_no_folder(tmp_path: Path) -> None:
     assert "No such file" not in done.stderr, done.stderr
     free = next(line for line in done.stdout.splitlines() if line.startswith("free space under"))
     assert free.startswith("free space under /tmp: ") and free != "free space under /tmp: ", free
+
+
+@pytest.mark.parametrize("script", ["run.sh", "test.sh"])
+@pytest.mark.parametrize("installed", [True, False])
+def test_help_comes_at_once_with_nothing_set_up(tmp_path: Path, script: str, installed: bool) -> None:
+    """``bash run.sh --help`` ran the whole set-up (``bash test.sh --help`` a browser install through apt
+    too) before the help. Both now print what they do at once, then the options of what they run where it
+    is installed (``nlsim pipeline``'s, pytest's), and set up nothing."""
+    shutil.copy(ROOT / script, tmp_path / script)
+    seen = tmp_path / "seen.txt"
+    for name in ("setup.sh", "setup_browser.sh"):
+        _recording(tmp_path / "scripts" / name, name)
+    if installed:
+        _recording(tmp_path / ".venv" / "bin" / ("nlsim" if script == "run.sh" else "python"), "ran $*")
+    done = subprocess.run(
+        ["bash", str(tmp_path / script), "-x", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "SEEN": str(seen)},
+    )
+    assert done.returncode == 0 and not done.stderr, done.stdout + done.stderr
+    first = (ROOT / script).read_text(encoding="utf-8").splitlines()[1].removeprefix("# ")
+    assert done.stdout.startswith(first + "\n") and "set -euo" not in done.stdout, done.stdout
+    ran = seen.read_text().splitlines() if seen.exists() else []
+    if installed:
+        assert ran == ["ran pipeline --help" if script == "run.sh" else "ran -m pytest --help"], ran
+    else:
+        assert ran == [] and "once set up: bash scripts/setup.sh" in done.stdout, done.stdout
