@@ -29,7 +29,7 @@ cd "$(dirname "$0")"
 # time being one thread's (imports, servers, subprocesses; docs/measurements.md, "The test suite").
 # NLSIM_TEST_WORKERS=N sets the number (0 or 1: one process, no workers). Read before the set-up, so that a
 # bad value stops at once. One process too when the arguments debug (--pdb, --trace, -s: xdist's workers
-# take no debugger and pass no output through) or choose xdist's options themselves (-n, --dist, no:xdist)
+# take no debugger and pass no output through) or choose xdist's options themselves (-n, -d, --dist, no:xdist)
 cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 1)  # nproc obeys OMP_NUM_THREADS
 [[ $cores =~ ^[0-9]+$ ]] || cores=1
 workers=${NLSIM_TEST_WORKERS:-$((cores >= 2 ? 2 : 1))}
@@ -39,10 +39,20 @@ if ! [[ $workers =~ ^[0-9]+$ ]]; then
   exit 2
 fi
 workers=$((10#$workers))
+# (-s, -n and -d also among short options given together, -xs or -vn2, up to one that takes a value:
+# in -rs, -kspam or -mslow the s is that value's)
+takes_value=kmrWcpon  # pytest's short options (and xdist's -n) that take a value
 for arg in "$@"; do
   case $arg in
-    --pdb | --trace | -s | -s[a-zA-Z]* | --capture=no | -n | -n?* | --numprocesses* | --dist* | *no:xdist)
-      workers=1 ;;
+    --pdb | --trace | --capture=no | --numprocesses* | --dist* | *no:xdist) workers=1 ;;
+    --*) ;;
+    -?*)
+      flags=${arg#-}
+      while [ -n "$flags" ]; do
+        flag=${flags:0:1} flags=${flags:1}
+        case $flag in s | n | d) workers=1 && break ;; esac
+        case $takes_value in *"$flag"*) break ;; esac
+      done ;;
   esac
 done
 bash scripts/setup.sh --all-bytecode --no-model  # the tests also read what the main job does not (Prefect's

@@ -142,3 +142,43 @@ def test_help_comes_at_once_with_nothing_set_up(tmp_path: Path, script: str, ins
         assert ran == ["ran pipeline --help" if script == "run.sh" else "ran -m pytest --help"], ran
     else:
         assert ran == [] and "once set up: bash scripts/setup.sh" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "workers"),
+    [
+        (["-xs"], 1),
+        (["-vs", "tests/io"], 1),
+        (["-sx"], 1),
+        (["-s"], 1),
+        (["-xn0"], 1),
+        (["-xd"], 1),
+        (["-rs"], 2),
+        (["-kspam"], 2),
+        (["-x", "-m", "slow"], 2),
+        (["-mslow"], 2),
+        (["-vx"], 2),
+    ],
+)
+def test_test_sh_runs_in_one_process_for_s_among_short_options(
+    tmp_path: Path, args: list[str], workers: int
+) -> None:
+    """``bash test.sh -xs`` (or ``-vs``) ran the tests in two xdist workers, which pass no output through:
+    only ``-s`` alone or first was seen. Short options given together are now read as pytest reads them,
+    up to one that takes a value: ``-rs``, ``-kspam`` or ``-mslow`` hold an s that is that value's, and
+    keep the workers. (A copy whose set-up does nothing and whose Python prints the arguments it gets.)"""
+    shutil.copy(ROOT / "test.sh", tmp_path / "test.sh")
+    for name in ("setup.sh", "setup_browser.sh"):
+        _recording(tmp_path / "scripts" / name, "")
+    _recording(tmp_path / ".venv" / "bin" / "ruff", "")
+    _recording(tmp_path / ".venv" / "bin" / "python", "$*")
+    seen = tmp_path / "seen.txt"
+    env = {"PATH": "/usr/bin:/bin", "SEEN": str(seen), "NLSIM_TEST_WORKERS": "2"}
+    done = subprocess.run(
+        ["bash", str(tmp_path / "test.sh"), *args], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    pytest_line = seen.read_text().splitlines()[-1]
+    assert pytest_line.startswith("-m pytest "), pytest_line
+    assert ("-n 2 --dist loadfile" in pytest_line) is (workers == 2), pytest_line
+    assert pytest_line.endswith(" ".join(args)), pytest_line
