@@ -29,11 +29,18 @@ uv_lines() { "$@" 2>&1 | keep_lines uv; }
 pip_setting() {  # a setting of pip's configuration (environment or files), empty where none
   .venv/bin/python -m pip config list 2>/dev/null | sed -n "s/^[a-z:.]*$1='\(.*\)'$/\1/p" | tail -1
 }
-uv_install() {  # uv pip install ARGS into .venv, with the wheel folder pip is configured with (uv does not
-  # read pip's configuration; torch's CPU wheel lies there); bytecode: scripts/compile_imports.py, after
-  local args=(--python .venv/bin/python) links
+uv_install() {  # uv pip install ARGS into .venv, with the wheel folder and the indexes pip is configured
+  # with (uv does not read pip's configuration; torch's CPU wheel lies in the folder, a private index may
+  # hold every package); bytecode: scripts/compile_imports.py, after
+  local args=(--python .venv/bin/python) links index extra link url
   links=${PIP_FIND_LINKS:-$(pip_setting find-links)}
+  index=${PIP_INDEX_URL:-$(pip_setting index-url)}
+  extra=${PIP_EXTRA_INDEX_URL:-$(pip_setting extra-index-url)}
   for link in $links; do args+=(--find-links "$link"); done
+  if [ -n "$index" ]; then args+=(--index-url "$index"); fi
+  for url in $extra; do args+=(--extra-index-url "$url"); done
+  # pip takes each package's best version from all the indexes; uv, from the first that has it, unless told
+  if [ -n "$extra" ]; then args+=(--index-strategy unsafe-best-match); fi
   uv_lines .venv/bin/uv pip install "${args[@]}" "$@"
 }
 install() {  # install ARGS with uv, or with pip where uv is not wanted or fails

@@ -223,3 +223,38 @@ def test_a_python_named_for_a_venv_made_with_another_is_said_to_go_unused(tmp_pa
         assert (note in done.stdout) is said, done.stdout + done.stderr
         if said:
             assert "remove .venv (rm -rf .venv), then run again" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("where", ["environment", "pip config"])
+def test_uv_installs_from_the_indexes_pip_is_configured_with(tmp_path: Path, where: str) -> None:
+    """Only pip's ``find-links`` was given to uv, which does not read pip's configuration: behind a private
+    index (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, or pip.conf) uv looked on PyPI, failed, and pip then
+    installed everything again, slower. uv now gets the same index and extra indexes, and takes each
+    package's best version from all of them as pip does. (A stand-in .venv Python that answers
+    ``pip config list``, and a stand-in uv that logs its arguments.)"""
+    for name in ("pyproject.toml", "requirements/constraints.txt", "requirements/no-deps.txt"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        shutil.copy(ROOT / name, tmp_path / name)
+    bin_ = tmp_path / ".venv" / "bin"
+    bin_.mkdir(parents=True)
+    answers = (
+        'case "$*" in *sys.version_info*) echo 3.11 ;; "-m pip config list") printf "%b" "$CONFIG" ;; esac'
+    )
+    (bin_ / "python").write_text(f"#!/bin/sh\n{answers}\nexit 0\n")
+    (bin_ / "uv").write_text('#!/bin/sh\necho "$*" >> "$LOG"\nexit 0\n')
+    for name in ("python", "uv"):
+        (bin_ / name).chmod(0o755)
+    log = tmp_path / "uv.txt"
+    index, extra = "https://pypi.example.org/simple", ["https://a.example.org/simple", "/srv/simple"]
+    if where == "environment":
+        settings = {"PIP_INDEX_URL": index, "PIP_EXTRA_INDEX_URL": " ".join(extra), "CONFIG": ""}
+    else:
+        config = f"global.index-url='{index}'\\nglobal.extra-index-url='{' '.join(extra)}'\\n"
+        settings = {"CONFIG": config}
+    done = setup(tmp_path, "--no-model", LOG=str(log), **settings)
+    assert done.returncode == 0, done.stdout + done.stderr
+    installs = log.read_text().splitlines()
+    assert len(installs) == 2 and "uv could not install" not in done.stdout, done.stdout
+    for line in installs:
+        given = f"--index-url {index} --extra-index-url {extra[0]} --extra-index-url {extra[1]}"
+        assert given in line and "--index-strategy unsafe-best-match" in line, line
