@@ -9,8 +9,14 @@
 #   bash benchmarks/gpu_chains.sh 42 7 11 -- --story-model
 set -uo pipefail
 case ${1:-} in -h | --help) sed -n '2,/^set -/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac  # the text above, and nothing run
+# a relative folder given (OUT, GPU_WORK) or PYTHON path (one with a /) is the caller's folder's: made whole
+# before the cd below; the default gpu-chains/ is the repository's
+OUTDIR=${OUT:-}
+case $OUTDIR in "" | /*) ;; *) OUTDIR=$PWD/${OUTDIR#./} ;; esac
+case ${GPU_WORK:-/} in /*) ;; *) GPU_WORK=$PWD/${GPU_WORK#./} ;; esac
+case ${PYTHON:-/} in /*) ;; */*) PYTHON=$PWD/${PYTHON#./} ;; esac
 cd "$(dirname "$0")/.."
-OUTDIR=${OUT:-gpu-chains}
+OUTDIR=${OUTDIR:-gpu-chains}
 mkdir -p "$OUTDIR"
 OUTDIR=$(cd "$OUTDIR" && pwd)
 PY=${PYTHON:-python3}

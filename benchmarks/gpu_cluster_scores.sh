@@ -10,8 +10,14 @@
 #   bash benchmarks/gpu_cluster_scores.sh OUTDIR 42 7 11
 set -euo pipefail
 case ${1:-} in -h | --help) sed -n '2,/^set -/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac  # the text above, and nothing run
+# a relative folder given (the first argument, OUT, GPU_WORK) or PYTHON path (one with a /) is the caller's
+# folder's: made whole before the cd below; the default gpu-cluster-scores/ is the repository's
+OUTDIR=${1:-${OUT:-}}
+case $OUTDIR in "" | /*) ;; *) OUTDIR=$PWD/${OUTDIR#./} ;; esac
+case ${GPU_WORK:-/} in /*) ;; *) GPU_WORK=$PWD/${GPU_WORK#./} ;; esac
+case ${PYTHON:-/} in /*) ;; */*) PYTHON=$PWD/${PYTHON#./} ;; esac
 cd "$(dirname "$0")/.."
-OUTDIR=${1:-${OUT:-gpu-cluster-scores}}
+OUTDIR=${OUTDIR:-gpu-cluster-scores}
 shift || true
 mkdir -p "$OUTDIR"
 OUTDIR=$(cd "$OUTDIR" && pwd)

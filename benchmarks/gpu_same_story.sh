@@ -7,8 +7,13 @@
 #   bash benchmarks/gpu_same_story.sh "g-f4-e3 --seed 42" "g-f6-e1 --frozen 6 --epochs 1 --precision fp32"
 set -uo pipefail
 case ${1:-} in -h | --help) sed -n '2,/^set -/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac  # the text above, and nothing run
+# a relative folder given (OUT) or PYTHON path (one with a /) is the caller's folder's: made whole
+# before the cd below; the default gpu-same-story/ is the repository's
+OUTDIR=${OUT:-}
+case $OUTDIR in "" | /*) ;; *) OUTDIR=$PWD/${OUTDIR#./} ;; esac
+case ${PYTHON:-/} in /*) ;; */*) PYTHON=$PWD/${PYTHON#./} ;; esac
 cd "$(dirname "$0")/.."
-OUTDIR=${OUT:-gpu-same-story}
+OUTDIR=${OUTDIR:-gpu-same-story}
 mkdir -p "$OUTDIR"
 OUTDIR=$(cd "$OUTDIR" && pwd)
 PY=${PYTHON:-python3}

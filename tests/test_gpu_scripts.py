@@ -184,3 +184,51 @@ def test_the_gpu_check_exits_1_when_a_stage_failed(tmp_path: Path, chain_exit: i
     assert proc.returncode == (1 if chain_exit else 0), proc.stdout[-2000:] + proc.stderr[-2000:]
     last = proc.stdout.splitlines()[-1]
     assert last == f"summary: {out / 'gpu_check.md'}" + (" (1 stage failed)" if chain_exit else ""), last
+
+
+@pytest.mark.parametrize(
+    ("script", "given"),
+    [
+        ("gpu_chains.sh", "OUT"),
+        ("gpu_cluster_scores.sh", "argument"),
+        ("gpu_cluster_scores.sh", "OUT"),
+        ("gpu_same_story.sh", "OUT"),
+    ],
+)
+def test_the_gpu_benchmarks_relative_folders_are_the_callers(tmp_path: Path, script: str, given: str) -> None:
+    """``cd ~/runs && OUT=out bash ~/nlsim/benchmarks/gpu_chains.sh`` wrote ``~/nlsim/out`` (the script moves
+    to the repository first), and a relative GPU_WORK or PYTHON was read from there too; so did
+    ``gpu_cluster_scores.sh`` and ``gpu_same_story.sh``. They are now the caller's folder's, as for
+    ``scripts/gpu_check.sh``. Each runs from a copy with a stand-in Python that says what it was asked and
+    fails, so that nothing is run; its output goes to a file (a background ``sleep`` may outlive it)."""
+    repo, caller = tmp_path / "repo", tmp_path / "caller"
+    for rel in (f"benchmarks/{script}", "scripts/gpu_site.sh"):
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / rel, repo / rel)
+    python = caller / "py" / "python3"
+    python.parent.mkdir(parents=True)
+    python.write_text('#!/bin/sh\necho "stand-in python $*"\nexit 1\n')
+    python.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "PYTHON": "py/python3", "GPU_WORK": "work"}
+    args = ["out"] if given == "argument" else []
+    if given == "OUT":
+        env["OUT"] = "out"
+    recipe = f"r-{os.getpid()}-{tmp_path.name}"  # gpu_same_story.sh logs a recipe into /tmp/NAME.log
+    args += {"gpu_chains.sh": ["42"], "gpu_cluster_scores.sh": [], "gpu_same_story.sh": [recipe]}[script]
+    output = tmp_path / "output.txt"
+    with output.open("w") as out:
+        subprocess.run(
+            ["bash", str(repo / "benchmarks" / script), *args],
+            cwd=caller,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            timeout=60,
+        )
+    Path(f"/tmp/{recipe}.log").unlink(missing_ok=True)
+    said = output.read_text() + "".join(p.read_text() for p in (caller / "out").glob("*.log"))
+    said += "".join(p.read_text() for p in (caller / "work").glob("*.log"))
+    assert "stand-in python -" in said, said[-2000:]
+    assert (caller / "out").is_dir() and not (repo / "out").exists(), said[-2000:]
+    if script != "gpu_same_story.sh":
+        assert (caller / "work").is_dir() and not (repo / "work").exists(), said[-2000:]
