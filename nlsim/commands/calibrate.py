@@ -15,8 +15,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from nlsim.commands.evaluate import check_split, warn_model_conversion
-from nlsim.commands.options import Formatter, threads_arg
+from nlsim.commands.evaluate import N_IS_NOT_AN_OPTION, check_split, warn_model_conversion
+from nlsim.commands.options import Formatter, refuse_option, threads_arg
 from nlsim.conversion import DEFAULT_MODE, MODES
 from nlsim.errors import ConfigError
 from nlsim.evaluation.levels import parse_level
@@ -83,6 +83,11 @@ def register(subparsers: Any) -> None:
         help="skip the quality check of the lossy inference paths (int8, bf16, fp16) against fp32 on these "
         "pairs (without a stored check, runs use the exact fp32 paths only)",
     )
+    calibrates = (
+        "it calibrates on every pair of the split chosen (--split, default validation); "
+        "--no-precision-check skips the quality check of the lossy inference paths"
+    )
+    refuse_option(p, "--n", N_IS_NOT_AN_OPTION.format(command="calibrate", instead=calibrates))
     p.set_defaults(func=run)
 
 

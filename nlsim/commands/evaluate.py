@@ -9,10 +9,21 @@ import sys
 import textwrap
 from typing import Any
 
-from nlsim.commands.options import Formatter, max_length_arg, threads_arg
+from nlsim.commands.options import Formatter, max_length_arg, refuse_option, threads_arg
 from nlsim.conversion import DEFAULT_MODE, MODES
 from nlsim.errors import ConfigError
 from nlsim.io.pairs import PAIR_FILE_FORMATS
+
+N_IS_NOT_AN_OPTION = (
+    "--n is not an option of nlsim {command} (nlsim annotate draw's, how many pairs to draw): {instead}"
+)
+"""Why ``nlsim evaluate`` and ``nlsim calibrate`` refuse ``--n`` by name: argparse would read it as the
+start of their one option beginning so (``--no-rerank``, ``--no-precision-check``), silently."""
+
+EVALUATE_SCORES = (
+    "it scores every pair of the split chosen (--split, default test); --no-rerank scores a model "
+    "folder's bi-encoder alone"
+)
 
 
 def register(subparsers: Any) -> None:
@@ -57,6 +68,7 @@ def register(subparsers: Any) -> None:
         help="score a model folder's bi-encoder alone even when it carries a reranker",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    refuse_option(p, "--n", N_IS_NOT_AN_OPTION.format(command="evaluate", instead=EVALUATE_SCORES))
     p.set_defaults(func=run)
 
 

@@ -790,6 +790,39 @@ def test_nlsim_finetune_refuses_an_option_of_dedup_by_name_not_as_the_start_of_i
     assert f"{flag} is not an option of nlsim finetune" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("command", "flag", "dest", "instead"),
+    [
+        ("evaluate", "--no-rerank", "rerank", "it scores every pair of the split chosen"),
+        ("calibrate", "--no-precision-check", "precision_check", "it calibrates on every pair of the split"),
+    ],
+)
+def test_n_of_annotate_draw_is_refused_by_name_not_taken_for_a_flag(
+    command: str, flag: str, dest: str, instead: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``nlsim evaluate ... --n`` (``--n`` as ``nlsim annotate draw`` takes it) was read, silently, as
+    ``--no-rerank``, the one option it begins, and ``nlsim calibrate ... --n`` as ``--no-precision-check``:
+    a run meant on fewer pairs scored the bi-encoder alone, or stored no quality check. ``--n`` is now refused
+    by name, with or without a number, before any work; the flags and their other starts read as before."""
+    from nlsim.cli import build_parser
+
+    given = [command, "--model", "m", "--pairs", "p.tsv"] + (
+        ["--out", "c.json"] if command == "calibrate" else []
+    )
+    for more in (["--n"], ["--n", "50"]):
+        with pytest.raises(SystemExit) as stop:
+            build_parser().parse_args([*given, *more])
+        assert stop.value.code == 2
+        said = capsys.readouterr().err
+        assert f"--n is not an option of nlsim {command} (nlsim annotate draw's" in said, said
+        assert instead in said and flag in said, said
+    assert vars(build_parser().parse_args(given))[dest] is True
+    for start in (flag, flag[:4]):
+        assert vars(build_parser().parse_args([*given, start]))[dest] is False
+    draw = ["annotate", "draw", "--corpus", "c.csv", "--out", "d.csv", "--n", "5"]
+    assert build_parser().parse_args(draw).n == 5
+
+
 @pytest.mark.parametrize("action", [["list"], ["promote", "v0001"], ["rollback"]])
 def test_nlsim_models_refuses_model_by_name_not_as_the_start_of_model_store(
     action: list[str], capsys: pytest.CaptureFixture[str]
