@@ -474,6 +474,47 @@ def test_a_topic_keeps_its_id_after_its_key_member_expired(tmp_path: Path) -> No
     ]
 
 
+def test_a_story_keeps_its_id_after_its_key_member_expired(tmp_path: Path) -> None:
+    """A story is named after its earliest member and keeps that id while any member is kept, after that
+    member expired too: x (day 1) and p1, q1 (day 2), one story c-x; on day 3 x has expired and the window
+    still lists p1 and q1 as c-x (a batch run over the kept items alone names them c-p1; docs/report.md and
+    docs/operations.md say so)."""
+    hours = {"x": 20, "p1": 26, "q1": 27, "z": 58}
+    titles = {
+        "x": "exam 2010 sitting venues announced",
+        "p1": "exam 2010 sitting venues announced today",
+        "q1": "exam 2010 sitting venues announced again",
+        "z": "heavy rain in the south",
+    }
+    state, out = tmp_path / "state", tmp_path / "daily"
+    for day, ids, as_of in ((1, ["x"], 21), (2, ["p1", "q1"], 30), (3, ["z"], 59)):
+        path = tmp_path / f"day{day}.parquet"
+        pd.DataFrame(
+            {
+                "id": ids,
+                "title": [titles[i] for i in ids],
+                "published_at": [DAY0 + pd.Timedelta(hours=hours[i]) for i in ids],
+            }
+        ).to_parquet(path, index=False)
+        run_daily(
+            _config(path, out),
+            state,
+            retention_days=1.5,
+            as_of=DAY0 + pd.Timedelta(hours=as_of),
+            encoder=HashEncoder(),
+        )
+        if day == 2:
+            clusters = pd.read_parquet(out / "latest" / "clusters.parquet")
+            assert [
+                (c, list(m)) for c, m in zip(clusters["cluster_id"], clusters["member_ids"], strict=True)
+            ] == [("c-x", ["x", "p1", "q1"])]
+    assert sorted(open_state(state).items["id"]) == ["p1", "q1", "z"]
+    window = pd.read_parquet(out / "latest" / "window" / "clusters.parquet")
+    assert [(c, list(m)) for c, m in zip(window["cluster_id"], window["member_ids"], strict=True)] == [
+        ("c-x", ["p1", "q1"])
+    ]
+
+
 def test_a_daily_reports_topics_are_the_windows(tmp_path: Path) -> None:
     """A daily report's topics.parquet lists every topic group of the window, as window/clusters.parquet
     lists its stories, not only those the day touched (docs/report.md says so): day 3 brings z alone, and
