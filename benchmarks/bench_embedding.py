@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -331,6 +330,21 @@ def main(argv: list[str] | None = None) -> None:
     if args.child:
         child(args)
         return
+    variants = checked_variants(ap, args)
+    where = machine()
+    print(
+        f"machine: {where}; threads {args.threads}; batch {args.batch_size}; model {args.model}", flush=True
+    )
+    # the children's vectors, removed however the run ends (a child that fails, Ctrl-C)
+    with tempfile.TemporaryDirectory(prefix="bench-emb-") as emb_dir:
+        best = run_variants(args, variants, emb_dir)
+        rows = result_rows(best, variants, emb_dir)
+    write_results(ap, args, where, best, rows)
+
+
+def checked_variants(ap: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The variants asked, each known, with what they need (sentence-transformers, its ONNX backend):
+    refused before any variant runs."""
     variants = args.variants.split(",")
     for v in variants:
         if v not in VARIANTS:
@@ -340,7 +354,6 @@ def main(argv: list[str] | None = None) -> None:
         ap.error(f"argument --sets: unknown set {', '.join(unknown)}; choose from {', '.join(SETS)}")
     if "st" in variants:  # run by this interpreter: refused before any variant runs
         needs_bench_extra(ap, "the st variant", ("sentence_transformers",))
-    where = machine()
     if any(v.startswith("st-onnx") for v in variants):
         r = subprocess.run(
             [
@@ -357,10 +370,12 @@ def main(argv: list[str] | None = None) -> None:
                 "st-onnx variants need sentence-transformers' ONNX backend "
                 "(--peer-python: benchmarks/make_peer_env.sh):\n" + r.stderr[-2000:]
             )
-    print(
-        f"machine: {where}; threads {args.threads}; batch {args.batch_size}; model {args.model}", flush=True
-    )
-    emb_dir = tempfile.mkdtemp(prefix="bench-emb-")
+    return variants
+
+
+def run_variants(args: argparse.Namespace, variants: list[str], emb_dir: str) -> dict[str, dict[str, Any]]:
+    """Each variant in a child process, ``--repeats`` times: its best figures per set (the vectors of the
+    last run in ``emb_dir``)."""
     best: dict[str, dict[str, Any]] = {}
     for rep in range(args.repeats):
         for v in variants:
@@ -397,6 +412,12 @@ def main(argv: list[str] | None = None) -> None:
                     if m["items_per_s"] > best[v]["sets"][s]["items_per_s"]:
                         best[v]["sets"][s] = m
                 best[v]["peak_rss_mb"] = max(best[v]["peak_rss_mb"], r["peak_rss_mb"])
+    return best
+
+
+def result_rows(best: dict[str, dict[str, Any]], variants: list[str], emb_dir: str) -> list[dict[str, Any]]:
+    """One row per variant and set; against sentence-transformers' run where there is one (speed ratio,
+    lowest cosine between the two vectors of a text)."""
     rows = []
     for v in variants:
         r = best[v]
@@ -419,6 +440,17 @@ def main(argv: list[str] | None = None) -> None:
                 b = np.load(Path(emb_dir) / f"st-{s}.npy")
                 row["min cos vs ST"] = f"{float((a * b).sum(1).min()):.5f}"
             rows.append(row)
+    return rows
+
+
+def write_results(
+    ap: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    where: str,
+    best: dict[str, dict[str, Any]],
+    rows: list[dict[str, Any]],
+) -> None:
+    """The table printed, and written with the runs' records as ``results/STEM.json`` and ``.md``."""
     cols = [
         "variant",
         "backend",
@@ -445,7 +477,7 @@ def main(argv: list[str] | None = None) -> None:
         "model": args.model,
         "repeats": args.repeats,
         "rows": rows,
-        "runs": {v: best[v] for v in variants},
+        "runs": best,
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
     from nlsim.io.atomic import atomic_write_text
@@ -459,7 +491,6 @@ def main(argv: list[str] | None = None) -> None:
     )
     atomic_write_text(RESULTS / f"{stem}.md", md)
     print(f"wrote {RESULTS / (stem + '.json')} and .md")
-    shutil.rmtree(emb_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -63,6 +63,27 @@ def test_vectors_of_another_model_or_conversion_are_never_taken_for_the_base_one
     assert sorted(p.name for p in tmp_path.rglob("thucnews_e5*")) == [f"{written}.json", f"{written}.npy"]
 
 
+def test_a_failed_embedding_run_leaves_no_vectors_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bench_embedding.py`` removed its folder of the children's vectors (``bench-emb-*`` under the
+    temporary folder) only at a normal end: a child that failed, or Ctrl-C, left it behind, a copy of every
+    set's vectors each time. It is removed however the run ends, and nothing is written."""
+    import tempfile
+
+    def failed(*args: object, **kwargs: object) -> dict[str, object]:
+        assert list(tmp_path.glob("bench-emb-*")), "the children's folder"
+        raise RuntimeError("the child failed")
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(bench_embedding, "run_child", failed)
+    monkeypatch.setattr(bench_embedding, "machine", lambda: "a machine")
+    monkeypatch.setattr(bench_embedding, "RESULTS", tmp_path / "results")
+    with pytest.raises(RuntimeError, match="the child failed"):
+        bench_embedding.main(["--variants", "nlsim", "--n", "5"])
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_small_e5_run_does_not_write_the_record_the_cost_curve_reads(tmp_path: Path) -> None:
     assert bench_scale.e5_paths(tmp_path, 200) == [tmp_path / "embed_e5_200.json"]
     assert tmp_path / "embed_e5.json" in bench_scale.e5_paths(tmp_path, 10_000)
