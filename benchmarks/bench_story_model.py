@@ -15,7 +15,9 @@ bi-encoder's, which these runs do not train), and compares, by best F1 and AP wi
   the training split (:func:`nlsim.rerank.story.fit_story_model`), its cross-fitted validation
   probabilities against the cross-encoder + veto on the same pairs.
 
-The test split is never read. Writes ``benchmarks/results/story_model.md``. Figures: docs/experiments.md.
+The test split is never read. Writes ``benchmarks/results/story_model.md`` for the recipes of
+docs/experiments.md (the default ``--names``); other recipes write ``story_model-namesNAMES.md`` beside it,
+or ``story_model-TAG.md`` with ``--tag``, never over it. Figures: docs/experiments.md.
 
     python benchmarks/bench_same_story.py run --name g-f4-e3 --mode both       # or on a GPU machine:
     bash benchmarks/gpu_same_story.sh "g-f4-e3 --seed 42" "g-f4-e3-s7 --seed 7"  # (bring the cache back)
@@ -34,12 +36,14 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import RESULTS, sized_stem  # noqa: E402
 from bench_same_story import STORY, best_f1, cpu_name, folds, load, paired_gain, scores  # noqa: E402
 
 from nlsim.io.atomic import atomic_write_text  # noqa: E402
 
 CORPUS = ROOT / "data" / "thucnews.parquet"
-OUT = ROOT / "benchmarks" / "results" / "story_model.md"
+RECIPES = "g-f4-e3,g-f4-e3-s7,g-f6-e1-fp32,g-f6-e1-fp32-s7"
+"""The recipes of the committed page (``results/story_model.md``, docs/experiments.md)."""
 
 
 def zero_shot_cosines(pairs: pd.DataFrame) -> np.ndarray:
@@ -68,11 +72,32 @@ def line(name: str, s: np.ndarray, y: np.ndarray, base: np.ndarray | None) -> st
     return f"| {name} | {average_precision_score(y, s):.3f} | {f1:.3f} ({p:.2f} / {r:.2f}) | {gain} |"
 
 
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument(
+        "--names",
+        default=RECIPES,
+        help=f"recipes run with bench_same_story.py --mode both, separated by commas (default {RECIPES})",
+    )
+    ap.add_argument(
+        "--tag",
+        default="",
+        help="results file name: story_model-TAG.md (default: none; other recipes than the default then "
+        "write story_model-names<recipes>.md beside the committed page)",
+    )
+    return ap
+
+
+def stem_of(ap: argparse.ArgumentParser, args: argparse.Namespace) -> str:
+    """The results' file name: ``story_model-TAG``, else ``story_model`` for the committed recipes and
+    ``story_model-namesNAMES`` for others (a run on other recipes never replaces the committed page)."""
+    return f"story_model-{args.tag}" if args.tag else sized_stem("story_model", ap, args, besides=["tag"])
+
+
 def main(argv: list[str] | None = None) -> None:
     from nlsim.rerank.story import BigramIdf, feature_matrix, fit_logistic, fit_story_model
 
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--names", required=True, help="recipes run with bench_same_story.py --mode both")
+    ap = build_parser()
     args = ap.parse_args(argv)
     missing = [n for n in args.names.split(",") if scores(n, "cv") is None or scores(n, "val") is None]
     if missing:  # before the zero-shot cosines of every pair, not after them
@@ -122,8 +147,9 @@ def main(argv: list[str] | None = None) -> None:
                 )
             ]
     text = "\n".join(lines) + "\n"
-    atomic_write_text(OUT, text)
-    print(text + f"written to {OUT}")
+    out = RESULTS / f"{stem_of(ap, args)}.md"
+    atomic_write_text(out, text)
+    print(text + f"written to {out}")
 
 
 if __name__ == "__main__":

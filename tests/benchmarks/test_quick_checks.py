@@ -17,6 +17,7 @@ import bench_embedding  # noqa: E402
 import bench_lanes  # noqa: E402
 import bench_rerank  # noqa: E402
 import bench_scale  # noqa: E402
+import bench_story_model  # noqa: E402
 import make_vectors  # noqa: E402
 
 
@@ -151,11 +152,17 @@ def test_the_reliability_benchmark_answers_help_without_running() -> None:
         (bench_rerank, [], "rerank"),
         (bench_rerank, ["--pairs", "100"], "rerank-pairs100"),
         (bench_rerank, ["--pairs", "1000", "--tag", "avx2int8"], "rerank-avx2int8"),
+        (bench_story_model, [], "story_model"),
+        (bench_story_model, ["--names", bench_story_model.RECIPES], "story_model"),
+        (bench_story_model, ["--names", "g-f4-e3"], "story_model-namesg_f4_e3"),
+        (bench_story_model, ["--names", "g-f4-e3", "--tag", "s7"], "story_model-s7"),
     ],
 )
 def test_a_quick_run_writes_beside_the_committed_figures(module, argv: list[str], stem: str) -> None:  # noqa: ANN001
     """``bench_embedding.py --n 200`` and ``bench_rerank.py --pairs 100`` replaced the committed
-    ``embedding.json``/``rerank.json`` (every text, 2,000 pairs) with a quick run's figures."""
+    ``embedding.json``/``rerank.json`` (every text, 2,000 pairs) with a quick run's figures, and
+    ``bench_story_model.py --names g-f4-e3`` the committed ``story_model.md`` (four recipes), with no
+    ``--tag`` to write elsewhere."""
     parser = module.build_parser()
     assert module.stem_of(parser, parser.parse_args(argv)) == stem
 
