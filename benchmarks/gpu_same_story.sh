@@ -7,6 +7,10 @@
 #   bash benchmarks/gpu_same_story.sh "g-f4-e3 --seed 42" "g-f6-e1 --frozen 6 --epochs 1 --precision fp32"
 set -uo pipefail
 case ${1:-} in -h | --help) sed -n '2,/^set -/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac  # the text above, and nothing run
+if [ $# -eq 0 ]; then  # else nothing to run, and the wait below would wait for the cache's copier for good
+  echo "gpu_same_story.sh: name one recipe or more, e.g. \"g-f4-e3 --seed 42\" (--help: what it does)" >&2
+  exit 2
+fi
 # a relative folder given (OUT) or PYTHON path (one with a /) is the caller's folder's: made whole
 # before the cd below; the default gpu-same-story/ is the repository's
 OUTDIR=${OUT:-}

@@ -232,3 +232,30 @@ def test_the_gpu_benchmarks_relative_folders_are_the_callers(tmp_path: Path, scr
     assert (caller / "out").is_dir() and not (repo / "out").exists(), said[-2000:]
     if script != "gpu_same_story.sh":
         assert (caller / "work").is_dir() and not (repo / "work").exists(), said[-2000:]
+
+
+def test_the_same_story_benchmark_without_a_recipe_says_so_and_runs_nothing(tmp_path: Path) -> None:
+    """``bash benchmarks/gpu_same_story.sh`` with no recipe set up the GPU site, converted the base model,
+    then waited for good: with no recipe running, its wait took in the loop that copies the cache every 20 s.
+    It now says that it needs a recipe, with an example, and runs nothing. (A copy, with a Python that
+    fails, so that nothing could run; output to a file, as a background ``sleep`` would outlive it.)"""
+    for rel in ("benchmarks/gpu_same_story.sh", "scripts/gpu_site.sh"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / rel, tmp_path / rel)
+    before = sorted(tmp_path.rglob("*"))
+    output = tmp_path.parent / f"{tmp_path.name}-output.txt"
+    env = {"PATH": "/usr/bin:/bin", "PYTHON": "false", "OUT": str(tmp_path / "out")}
+    with output.open("w") as out:
+        proc = subprocess.run(
+            ["bash", str(tmp_path / "benchmarks" / "gpu_same_story.sh")],
+            cwd=tmp_path,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            timeout=60,
+        )
+    said = output.read_text()
+    output.unlink()
+    assert proc.returncode == 2, said
+    assert said.startswith("gpu_same_story.sh: name one recipe or more, e.g."), said
+    assert sorted(tmp_path.rglob("*")) == before
