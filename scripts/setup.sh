@@ -26,8 +26,10 @@ keep_lines() {  # one line a package and the errors (not this machine's per-pack
 }
 pip_lines() { "$@" --progress-bar off 2>&1 | keep_lines pip; }
 uv_lines() { "$@" 2>&1 | keep_lines uv; }
-pip_setting() {  # a setting of pip's configuration (environment or files), empty where none
-  .venv/bin/python -m pip config list 2>/dev/null | sed -n "s/^[a-z:.]*$1='\(.*\)'$/\1/p" | tail -1
+pip_setting() {  # a setting of pip's configuration (environment or files), empty where none; a value
+  # written on several lines in pip.conf (pip lists it with \n between them) as words
+  .venv/bin/python -m pip config list 2>/dev/null | sed -n "s/^[a-z:.]*$1='\(.*\)'$/\1/p" | tail -1 |
+    sed 's/\\n/ /g; s/^ *//; s/ *$//'
 }
 uv_install() {  # uv pip install ARGS into .venv, with the wheel folder and the indexes pip is configured
   # with (uv does not read pip's configuration; torch's CPU wheel lies in the folder, a private index may

@@ -225,13 +225,15 @@ def test_a_python_named_for_a_venv_made_with_another_is_said_to_go_unused(tmp_pa
             assert "remove .venv (rm -rf .venv), then run again" in done.stdout, done.stdout
 
 
-@pytest.mark.parametrize("where", ["environment", "pip config"])
+@pytest.mark.parametrize("where", ["environment", "pip config", "pip config on several lines"])
 def test_uv_installs_from_the_indexes_pip_is_configured_with(tmp_path: Path, where: str) -> None:
     """Only pip's ``find-links`` was given to uv, which does not read pip's configuration: behind a private
     index (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, or pip.conf) uv looked on PyPI, failed, and pip then
     installed everything again, slower. uv now gets the same index and extra indexes, and takes each
     package's best version from all of them as pip does. (A stand-in .venv Python that answers
-    ``pip config list``, and a stand-in uv that logs its arguments.)"""
+    ``pip config list``, and a stand-in uv that logs its arguments.) A value written on several lines in
+    pip.conf, which pip lists with ``\\n`` between them, was given to uv as one word: its lines are now
+    each their own."""
     for name in ("pyproject.toml", "requirements/constraints.txt", "requirements/no-deps.txt"):
         (tmp_path / name).parent.mkdir(exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
@@ -241,7 +243,7 @@ def test_uv_installs_from_the_indexes_pip_is_configured_with(tmp_path: Path, whe
         'case "$*" in *sys.version_info*) echo 3.11 ;; "-m pip config list") printf "%b" "$CONFIG" ;; esac'
     )
     (bin_ / "python").write_text(f"#!/bin/sh\n{answers}\nexit 0\n")
-    (bin_ / "uv").write_text('#!/bin/sh\necho "$*" >> "$LOG"\nexit 0\n')
+    (bin_ / "uv").write_text('#!/bin/sh\nprintf "%s\\n" "$*" >> "$LOG"\nexit 0\n')
     for name in ("python", "uv"):
         (bin_ / name).chmod(0o755)
     log = tmp_path / "uv.txt"
@@ -249,7 +251,9 @@ def test_uv_installs_from_the_indexes_pip_is_configured_with(tmp_path: Path, whe
     if where == "environment":
         settings = {"PIP_INDEX_URL": index, "PIP_EXTRA_INDEX_URL": " ".join(extra), "CONFIG": ""}
     else:
-        config = f"global.index-url='{index}'\\nglobal.extra-index-url='{' '.join(extra)}'\\n"
+        between = " " if where == "pip config" else "\\\\n"  # pip's \n, kept by the stand-in's printf %b
+        lead = "" if where == "pip config" else between  # a value on the line below its name
+        config = f"global.index-url='{lead}{index}'\\nglobal.extra-index-url='{lead}{between.join(extra)}'\\n"
         settings = {"CONFIG": config}
     done = setup(tmp_path, "--no-model", LOG=str(log), **settings)
     assert done.returncode == 0, done.stdout + done.stderr
