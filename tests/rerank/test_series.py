@@ -12,10 +12,12 @@ from nlsim.evaluation.levels import SAME_STORY
 from nlsim.io.pairs import load_pairs
 from nlsim.rerank.series import (
     FIRST_TESTS,
+    TEMPLATE_OVERLAP,
     TESTS,
     VETO_CAP,
     codes,
     series_conflict,
+    template_overlap,
     veto_cap,
     vetoed_scores,
     years,
@@ -73,6 +75,22 @@ def test_a_story_is_not_vetoed(a: str, b: str) -> None:
 def test_what_is_read_from_a_headline() -> None:
     assert years("10年房價 1998年以來 共2500套 3000點") == {2010, 1998}
     assert codes("佳能600D 奧林巴斯E-PL1 iPhone4") == {"600D", "PL1", "IPHONE4"}
+
+
+def test_two_texts_exactly_at_the_template_overlap_are_one_template() -> None:
+    """The masked texts "恒指報#點" and "恒指報#元" share two of their four trigrams: an overlap of
+    exactly 0.5, which is one template (at the overlap or above), so the two replaced figures veto it."""
+    assert template_overlap("恒指報21330點", "恒指報15509元") == TEMPLATE_OVERLAP == 0.5
+    assert series_conflict("恒指報21330點", "恒指報15509元") == "template"
+
+
+def test_two_digit_years_read_in_their_century() -> None:
+    """Two digits before 年 name 2000-2049 or 1950-1999 (98年 is 1998, so it meets 1998年 and nothing is
+    no year test fires); a year of 2100 or later is no year."""
+    assert years("98年亞洲金融風暴回顧") == {1998}
+    assert years("49年 50年") == {2049, 1950}
+    assert series_conflict("98年亞洲金融風暴回顧", "1998年亞洲金融風暴十年祭", tests=("years",)) is None
+    assert years("2100年城市展望 2099年") == {2099}
 
 
 def test_vetoed_scores_hold_a_series_at_the_cap_only() -> None:
