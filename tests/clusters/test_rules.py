@@ -185,3 +185,166 @@ def test_each_component_is_merged_on_its_own_links() -> None:
     rule = SharedSupport(min_share=0.6)
     assert rule.groups(links) == [["a", "b", "c"], ["x", "y"]]  # z: one of its two pairs linked
     assert rule.groups(links[:3]) + rule.groups(links[3:]) == rule.groups(links)
+
+
+def _square(score: float = 0.9) -> list[Link]:
+    """a-b and c-d, and two of the four member pairs between {a, b} and {c, d} linked: a share of 0.5."""
+    return [Link("a", "b", score), Link("c", "d", score), Link("a", "c", score), Link("b", "d", score)]
+
+
+def test_a_share_exactly_at_the_rules_share_merges() -> None:
+    """A share that reaches min_share, large_share, and a mean that reaches large_floor, each exactly, merges
+    (0.9375 is exact in binary: the mean of its links is 0.9375, not a hair under)."""
+    whole = [["a", "b", "c", "d"]]
+    assert SharedSupport(min_share=0.5).clusters(_square()) == whole
+    assert SharedSupport(min_share=0.5 + 1e-9).clusters(_square()) == [["a", "b"], ["c", "d"]]
+    assert SharedSupport(min_share=0.4, large=4, large_share=0.5).clusters(_square()) == whole
+    assert SharedSupport(min_share=0.4, large=4, large_share=0.6).clusters(_square()) != whole
+    assert SharedSupport(min_share=0.4, large=4, large_floor=0.9375).clusters(_square(0.9375)) == whole
+    assert SharedSupport(min_share=0.4, large=4, large_floor=0.94).clusters(_square(0.9375)) != whole
+
+
+def test_a_refused_large_merge_lets_the_other_merges_of_its_component_go_on() -> None:
+    """Five items linked weakly to each other (0.95, under the floor 0.97 that 5+ items need) and a pair y-z
+    hanging off one of them: the refused merge into five items stops no other merge, and y and z join."""
+    core = [f"i{j}" for j in range(5)]
+    links = [Link(a, b, 0.95) for n, a in enumerate(core) for b in core[n + 1 :]]
+    links += [Link("y", "z", 0.99), Link("z", "i0", 0.95)]
+    got = SharedSupport(min_share=0.4, large=5, large_floor=0.97).clusters(links)
+    assert ["y", "z"] in got
+    assert max(len(g) for g in got) <= 4
+    assert sorted(i for g in got for i in g if i.startswith("i")) == core
+
+
+def test_an_editors_same_story_pair_is_joined_before_any_link() -> None:
+    """b-x links; an editor said a and x are the same story and a and b are not: a joins x, and b, which
+    would put a "not the same story" pair in the cluster, stays out, however strong its link."""
+    links = [Link("b", "x", 0.99)]
+    verdicts = LinkConstraints.from_pairs(must=[("a", "x")], cannot=[("a", "b")])
+    for rule in (ConnectedComponents(), SharedSupport()):
+        assert rule.clusters(links, verdicts) == [["a", "x"]], rule
+
+
+def test_a_pair_given_twice_is_read_at_its_last_score() -> None:
+    """a-b given at 0.5, then (as b-a) at 0.99: the cut between a and c keeps a-b, joined first at 0.99, and
+    leaves b-c out (read at 0.5, b-c would be joined first and a left out)."""
+    links = [Link("a", "b", 0.5), Link("b", "c", 0.9), Link("b", "a", 0.99)]
+    apart = LinkConstraints.from_pairs(cannot=[("a", "c")])
+    assert ConnectedComponents().clusters(links, apart) == [["a", "b"]]
+
+
+def test_an_item_linked_to_itself_changes_no_cluster() -> None:
+    """A self-link (a pair of one item) is dropped: it neither joins anything nor counts as a triangle that
+    would merge a-b before the stronger b-c."""
+    links = [Link("a", "b", 0.9), Link("b", "c", 0.91)]
+    rule = SharedSupport(min_share=0.6)
+    assert rule.clusters(links) == [["b", "c"]]
+    assert rule.clusters([*links, Link("a", "a", 0.99)]) == [["b", "c"]]
+
+
+def test_links_of_one_score_are_joined_as_a_daily_run_met_them() -> None:
+    """u-a and v-b score alike, a-b joins first, and u and v are not the same story: the link whose later
+    item came first (v-b: b came third, a fourth) is joined, as a daily run, which met it a day earlier,
+    joined it; by id, u-a would come first."""
+    keys = order_keys(["u", "v", "b", "a"], [T + pd.Timedelta(days=d) for d in range(4)])
+    links = [Link("a", "b", 0.99), Link("u", "a", 0.9), Link("v", "b", 0.9)]
+    apart = LinkConstraints.from_pairs(cannot=[("u", "v")])
+    assert ConnectedComponents().clusters(links, apart) == [["a", "b", "u"]]
+    assert ConnectedComponents().clusters(links, apart, order=keys) == [["a", "b", "v"]]
+
+
+def test_merges_of_one_share_and_score_are_made_as_a_daily_run_met_them() -> None:
+    """m links to a and to b alike, and at 0.6 only one of them can join it: b, which came first (a daily
+    run met b and m a day before a), not a, which comes first by id."""
+    keys = order_keys(["b", "m", "a"], [T + pd.Timedelta(days=d) for d in range(3)])
+    links = [Link("a", "m", 0.9), Link("b", "m", 0.9)]
+    rule = SharedSupport(min_share=0.6)
+    assert rule.clusters(links) == [["a", "m"]]
+    assert rule.clusters(links, order=keys) == [["b", "m"]]
+
+
+def test_a_minimum_cut_never_parts_a_start_group() -> None:
+    """p and q start in one group (a story inside a topic) linked weakly, r links to q strongly, and r and p
+    are not the same story: the cheapest cut would drop p-q, but the group is never parted, so q-r is cut."""
+    links = [Link("p", "q", 0.1), Link("q", "r", 0.99)]
+    apart = LinkConstraints.from_pairs(cannot=[("p", "r")])
+    start = {"p": "s", "q": "s"}
+    for rule in (ConnectedComponents(), SharedSupport(min_share=0.2)):
+        assert rule.clusters(links, apart, start=start, cut="min-cut") == [["p", "q"]], rule
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [((0.0,), "share must be in"), ((1.5,), "share must be in"), ((0.4, 2), "at least 3 items")],
+)
+def test_a_rule_that_cannot_work_is_refused(args: tuple, said: str) -> None:
+    with pytest.raises(ConfigError, match=said):
+        rule_named("support", *args)
+    assert rule_named("support", 1.0, 3).min_share == 1.0
+
+
+def test_a_start_group_naming_a_copy_holds_the_copys_representative() -> None:
+    """x and p1 start in one story; p1 is a copy of p, which links to y: the story holds p and its copy, and
+    y comes along with p; p1 ends in one cluster, never in two."""
+    got = ConnectedComponents().clusters(
+        [Link("p", "y", 0.9)], copies={"p1": "p"}, start={"p1": "s", "x": "s"}
+    )
+    assert got == [["p", "p1", "x", "y"]]
+
+
+def _reference_average_linkage(links: list[Link], min_share: float) -> list[list[str]]:
+    """Average linkage as SharedSupport's docstring defines it, recomputed from scratch before every merge:
+    per component (its members in id order, a group named by its first member's place), the pair of groups
+    with the largest share of linked member pairs, then the most triangles its links close (counted once,
+    on the whole graph), then the higher mean score, then the lower places, merges while the share reaches
+    ``min_share``."""
+    near: dict[str, set[str]] = {}
+    for k in links:
+        near.setdefault(k.a, set()).add(k.b)
+        near.setdefault(k.b, set()).add(k.a)
+    out: list[list[str]] = []
+    for members in ConnectedComponents().groups(links):
+        place = {m: i for i, m in enumerate(members)}
+        group = {i: {m} for i, m in enumerate(members)}
+        inside = [k for k in links if k.a in place]
+        while True:
+            best = None
+            for g in group:
+                for h in group:
+                    between = [k for k in inside if {k.a, k.b} & group[g] and {k.a, k.b} & group[h]]
+                    between = [
+                        k for k in between if not {k.a, k.b} <= group[g] and not {k.a, k.b} <= group[h]
+                    ]
+                    if g >= h or not between:
+                        continue
+                    n = len(between)
+                    closed = sum(len(near[k.a] & near[k.b]) for k in between)
+                    key = (
+                        -n / (len(group[g]) * len(group[h])),
+                        -closed / n,
+                        -sum(k.score for k in between) / n,
+                    )
+                    if best is None or (key, g, h) < best:
+                        best = (key, g, h)
+            if best is None or -best[0][0] < min_share:
+                break
+            _, g, h = best
+            group[g] |= group.pop(h)
+        out += [sorted(members) for members in group.values() if len(members) > 1]
+    return sorted(out, key=lambda g: g[0])
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_average_linkage_merges_as_its_definition_says(seed: int) -> None:
+    """Random links (scores exact in binary, so that sums in any order tie exactly): the support rule's
+    clusters equal those of average linkage recomputed from scratch before every merge, ties included."""
+    rng = random.Random(seed)
+    n = rng.randint(4, 10)
+    ids = [f"i{j}" for j in range(n)]
+    links: dict[tuple[int, int], float] = {}
+    for _ in range(rng.randint(3, 3 * n)):
+        x, y = sorted(rng.sample(range(n), 2))
+        links[(x, y)] = rng.choice([0.875, 0.9375])
+    chosen = [Link(ids[x], ids[y], s) for (x, y), s in sorted(links.items())]
+    share = rng.choice([0.3, 0.4, 0.5, 0.6])
+    assert SharedSupport(min_share=share).clusters(chosen) == _reference_average_linkage(chosen, share)
