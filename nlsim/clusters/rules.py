@@ -320,7 +320,7 @@ def _average_linkage(
     of exact copies): a link between two members links every pair of their items, and a group's size
     counts them all, so a group of copies weighs in the share as its copies would. ``start``: the group
     each member starts in (a story, for a topic rule), else its own."""
-    if len(members) == 2:
+    if len(members) == 2 and not weights:  # two items: one link, share 1, too few for a large cluster
         return [members]
     groups, size, between = _start_groups(members, links, weights, start)
     version = dict.fromkeys(groups, 0)

@@ -348,3 +348,17 @@ def test_average_linkage_merges_as_its_definition_says(seed: int) -> None:
     chosen = [Link(ids[x], ids[y], s) for (x, y), s in sorted(links.items())]
     share = rng.choice([0.3, 0.4, 0.5, 0.6])
     assert SharedSupport(min_share=share).clusters(chosen) == _reference_average_linkage(chosen, share)
+
+
+def test_a_large_merge_refused_between_two_groups_of_copies_keeps_them_apart() -> None:
+    """p and q stand for three exact copies each, linked at 0.95, under the floor 0.97 that 5+ items need:
+    as with every copy given its links, the merge into six items is refused and each group of copies is a
+    cluster of its own (the refused link joins nothing afterwards); without the floor they are one."""
+    copies = {"p1": "p", "p2": "p", "q1": "q", "q2": "q"}
+    rule = SharedSupport(min_share=0.4, large=5, large_floor=0.97)
+    p, q = ["p", "p1", "p2"], ["q", "q1", "q2"]
+    every = [Link(a, b, 1.0) for g in (p, q) for n, a in enumerate(g) for b in g[n + 1 :]]
+    every += [Link(a, b, 0.95) for a in p for b in q]
+    assert rule.clusters(every) == [p, q]
+    assert rule.clusters([Link("p", "q", 0.95)], copies=copies) == [p, q]
+    assert SharedSupport(min_share=0.4).clusters([Link("p", "q", 0.95)], copies=copies) == [p + q]

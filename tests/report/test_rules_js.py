@@ -121,6 +121,11 @@ HAND_MADE = [
     # a chain at the threshold (0.9), each item linked to the next two: under the support rule alone one
     # story of six, under the large conditions (a floor 0.01 over the threshold) no cluster of five or more
     Case(AT_THRESHOLD, CHAIN_AT_THRESHOLD),
+    Case(  # two groups of three copies each, linked under the large floor: no six-item cluster
+        {"name": "support", "min_share": 0.4, "large": 5, "large_share": None, "large_floor": 0.97},
+        [("p", "q", 0.95)],
+        copies={"p1": "p", "p2": "p", "q1": "q", "q2": "q"},
+    ),
 ]
 
 

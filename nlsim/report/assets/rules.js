@@ -125,7 +125,7 @@
 
   // --- rules._start_groups and rules._average_linkage ----------------------------------------------------
   function averageLinkage(members, links, minShare, refuse, weights) {
-    if (members.length === 2) return [members];
+    if (members.length === 2 && !weights) return [members];  // copies may make two items a large cluster
     var w = members.map(function (m) { return weights ? (weights[m] === undefined ? 1 : weights[m]) : 1; });
     var index = {};
     members.forEach(function (m, i) { index[m] = i; });
