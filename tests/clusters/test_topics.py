@@ -67,3 +67,38 @@ def test_a_topic_left_with_one_item_after_the_others_expired_is_no_topic() -> No
     assert day2.assignment == {"x": "t-x", "p1": "t-x"}
     day3 = assign_topics({"p1": "t-x"}, day2.anchors, keys, groups=[], new_ids=["p1b"])
     assert (day3.assignment, day3.anchors) == ({}, {})
+
+
+def test_the_default_topic_rule_joins_stories_a_quarter_of_whose_pairs_link() -> None:
+    """A run with no --topic-rule gathers topics by support at 0.2: two stories of two, one of their four
+    member pairs linked (0.25), make one topic; one of six (0.17) does not, though components would join."""
+    from nlsim.dedup.config import DedupConfig
+
+    rule = DedupConfig.of(corpus="news.parquet", out="out").clustering.topic_rule_named()
+    quarter = _clique(["a1", "a2"], 0.95) + _clique(["b1", "b2"], 0.95) + [Link("a1", "b1", 0.8)]
+    assert topic_groups([["a1", "a2"], ["b1", "b2"]], quarter, rule) == [["a1", "a2", "b1", "b2"]]
+    sixth = _clique(["a1", "a2"], 0.95) + _clique(["b1", "b2", "b3"], 0.95) + [Link("a1", "b1", 0.8)]
+    assert topic_groups([["a1", "a2"], ["b1", "b2", "b3"]], sixth, rule) == []
+    assert topic_groups([["a1", "a2"], ["b1", "b2", "b3"]], sixth, ConnectedComponents()) != []
+
+
+def test_a_topic_listed_with_one_item_is_no_topic() -> None:
+    """A group of one item names no topic, even for an item that held one: x and p1 were one topic, x
+    expired, and p1 listed alone keeps no topic id."""
+    keys = {i: order_key_of(f"2024-01-0{n}", i) for n, i in enumerate(["x", "p1"], start=1)}
+    day1 = assign_topics({}, {}, keys, groups=[["x", "p1"]], new_ids=["x", "p1"])
+    day2 = assign_topics({"p1": "t-x"}, day1.anchors, keys, groups=[["p1"]], new_ids=[])
+    assert (day2.assignment, day2.anchors) == ({}, {})
+
+
+def test_topics_regrouped_after_a_model_change_keep_the_ids_their_members_share() -> None:
+    """After a model change the topics {a, b} and {c, d} come back as {a, c} and {b, d}: regrouped, {b, d}
+    keeps t-c, whose member d it holds, where a daily update would name it after b."""
+    keys = {i: order_key_of(f"2024-01-0{n}", i) for n, i in enumerate("abcd", start=1)}
+    before = {"a": "t-a", "b": "t-a", "c": "t-c", "d": "t-c"}
+    anchors = {"t-a": keys["a"], "t-c": keys["c"]}
+    groups = [["a", "c"], ["b", "d"]]
+    regrouped = assign_topics(before, anchors, keys, groups=groups, new_ids=[], regrouping=True)
+    assert regrouped.assignment == {"a": "t-a", "c": "t-a", "b": "t-c", "d": "t-c"}
+    daily = assign_topics(before, anchors, keys, groups=groups, new_ids=[])
+    assert daily.assignment["b"] == "t-b"
