@@ -48,3 +48,39 @@ def test_several_pairs_in_one_group_are_each_parted() -> None:
 def test_an_unknown_cut_is_refused() -> None:
     with pytest.raises(ConfigError, match="unknown cut 'widest'"):
         ConnectedComponents().clusters(CHAIN, LinkConstraints.from_pairs(cannot=[("a", "d")]), cut="widest")
+
+
+def test_the_cut_is_the_cheapest_by_score_not_the_fewest_links() -> None:
+    """a and d apart: one strong link (a-b, 0.99) costs more than two weak ones (b-c1, b-c2, 0.1 each)."""
+    links = [Link("a", "b", 0.99), Link("b", "c1", 0.1), Link("b", "c2", 0.1)]
+    links += [Link("c1", "d", 0.99), Link("c2", "d", 0.99)]
+    assert min_cut_apart([["a", "b", "c1", "c2", "d"]], links, [("a", "d")]) == [
+        ["a", "b"],
+        ["c1", "c2", "d"],
+    ]
+
+
+@pytest.mark.parametrize(("ab", "bc", "kept"), [(0.93, 0.94, ["b", "c"]), (0.94, 0.93, ["a", "b"])])
+def test_scores_a_hundredth_apart_decide_the_cut(ab: float, bc: float, kept: list[str]) -> None:
+    assert min_cut_apart([["a", "b", "c"]], [Link("a", "b", ab), Link("b", "c", bc)], [("a", "c")]) == [kept]
+
+
+def test_a_pair_given_twice_costs_its_stronger_score() -> None:
+    """a-b given at 0.1 and at 0.99: cutting it costs 0.99, more than b-c at 0.5."""
+    links = [Link("a", "b", 0.1), Link("b", "c", 0.5), Link("b", "a", 0.99)]
+    assert min_cut_apart([["a", "b", "c"]], links, [("a", "c")]) == [["a", "b"]]
+
+
+def test_an_editors_same_story_pair_outweighs_any_set_of_links() -> None:
+    """a and b are the same story (no link of theirs needed), and b links to c along two paths, each strong:
+    parting a from c cuts both paths (1.8 in all), never the editor's pair."""
+    links = [Link("b", "c", 0.9), Link("b", "x", 0.9), Link("x", "c", 0.9)]
+    got = min_cut_apart([["a", "b", "c", "x"]], links, [("a", "c")], must=[("a", "b")])
+    assert got == [["a", "b"], ["c", "x"]]
+    verdicts = LinkConstraints.from_pairs(must=[("a", "b")], cannot=[("a", "c")])
+    assert ConnectedComponents().clusters(links, verdicts, cut="min-cut") == [["a", "b"], ["c", "x"]]
+
+
+def test_the_groups_come_sorted_by_their_first_id() -> None:
+    links = [Link("z", "y", 0.9), Link("y", "a", 0.5), Link("a", "b", 0.9)]
+    assert min_cut_apart([["a", "b", "y", "z"]], links, [("a", "z")]) == [["a", "b"], ["y", "z"]]
