@@ -742,3 +742,32 @@ def test_a_state_that_does_not_exist_is_said_not_to_exist(tmp_path: Path, kind: 
     with pytest.raises(ConfigError, match=f"^--state {re.escape(str(state))}: {said}"):
         run_window(state)
     assert state.exists() == (kind != "missing")  # nothing made
+
+
+def test_the_cluster_f1_counts_what_the_rubric_and_the_corpus_say() -> None:
+    """One cluster {a, b, c}. A pair scored exactly at the same-story level (0.875) is the same story; a pair
+    scored twice is judged by its last row; a pair naming an item outside the corpus is not judged; and a
+    report whose grouped pairs are all other stories has an F1 of 0, not an undefined one."""
+    clusters = pd.DataFrame({"cluster_id": ["c-a"], "member_ids": [["a", "b", "c"]]})
+    reported = pd.DataFrame({"id_a": ["a"], "id_b": ["b"]})
+    judged = pd.DataFrame(
+        {
+            "id_a": ["a", "b", "c", "a", "d"],
+            "id_b": ["b", "c", "b", "z", "e"],
+            "score": [0.875, 1.0, 0.0, 1.0, 1.0],  # b-c scored 1.0, then (as c-b) 0.0
+        }
+    )
+    j = judge_tables(clusters, reported, judged, items={"a", "b", "c", "d", "e"})
+    assert (j["judged_pairs"], j["same_story_pairs"], j["grouped_judged_pairs"]) == (3, 2, 2)
+    assert (j["precision"], j["recall"], j["f1"]) == (0.5, 0.5, 0.5)
+    apart = judge_tables(clusters, reported, judged.iloc[[2, 4]], items={"a", "b", "c", "d", "e"})
+    assert (apart["precision"], apart["recall"], apart["f1"]) == (0.0, 0.0, 0.0)
+
+
+def test_clusters_whose_member_ids_are_numbers_meet_the_judged_pairs() -> None:
+    """A clusters table read back with member ids as numbers (1, 2) names the items the pairs call "1" and
+    "2": their pair is grouped."""
+    clusters = pd.DataFrame({"cluster_id": ["c-1"], "member_ids": [[1, 2]]})
+    judged = pd.DataFrame({"id_a": ["1"], "id_b": ["2"], "score": [1.0]})
+    j = judge_tables(clusters, pd.DataFrame({"id_a": ["1"], "id_b": ["2"]}), judged)
+    assert (j["grouped_judged_pairs"], j["precision"], j["recall"]) == (1, 1.0, 1.0)
