@@ -10,9 +10,11 @@ from dataclasses import fields
 
 import pytest
 
+from nlsim.clusters.rules import Link
 from nlsim.dedup import stages
 from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.settings import StateSettings
+from nlsim.errors import ConfigError
 from nlsim.options import options_of
 
 BASE = {"corpus": "in/{date}.parquet", "out": "rep", "state": "st", "date": "2026-11-20"}
@@ -266,3 +268,24 @@ def test_an_as_of_in_the_future_is_judged_on_the_runs_clock_as_the_run_reads_it(
     assert config.state.as_of is not None
     with pytest.raises(ConfigError, match="--as-of .* is more than 1 day after now"):
         DedupConfig.of(**base, timezone="America/Los_Angeles", as_of=written("America/Los_Angeles", 30))
+
+
+def _clique(size: int, score: float) -> list[Link]:
+    return [Link(f"i{a}", f"i{b}", score) for a in range(size) for b in range(a + 1, size)]
+
+
+def test_a_story_cluster_of_five_needs_links_two_hundredths_over_the_threshold_by_default() -> None:
+    """At a story threshold of 0.9 the default rule keeps a clique of five whose links score 0.925 (0.02
+    over the threshold is 0.92) and parts one at 0.91; four items at the threshold itself stay one."""
+    rule = DedupConfig.of(corpus="news.parquet", out="out").clustering.story_rule(0.9)
+    five = [f"i{j}" for j in range(5)]
+    assert rule.clusters(_clique(5, 0.925)) == [five]
+    assert max(len(g) for g in rule.clusters(_clique(5, 0.91))) < 5
+    assert rule.clusters(_clique(4, 0.9)) == [five[:4]]
+
+
+def test_a_large_cluster_of_0_asks_nothing_more_and_a_margin_past_1_is_refused() -> None:
+    rule = DedupConfig.of(corpus="news.parquet", out="out", large_cluster=0).clustering.story_rule(0.9)
+    assert rule.clusters(_clique(5, 0.91)) == [[f"i{j}" for j in range(5)]]
+    with pytest.raises(ConfigError, match="--large-cluster-margin"):
+        DedupConfig.of(corpus="news.parquet", out="out", large_cluster_margin=1.5)
