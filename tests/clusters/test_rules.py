@@ -362,3 +362,15 @@ def test_a_large_merge_refused_between_two_groups_of_copies_keeps_them_apart() -
     assert rule.clusters(every) == [p, q]
     assert rule.clusters([Link("p", "q", 0.95)], copies=copies) == [p, q]
     assert SharedSupport(min_share=0.4).clusters([Link("p", "q", 0.95)], copies=copies) == [p + q]
+
+
+def test_the_support_rule_made_without_a_share_takes_the_report_s_default() -> None:
+    """The module says the support rule's share is 0.4, as a report's rule (``rule_named``) takes it: a
+    :class:`SharedSupport` made without a share is that rule, not a stricter one. Five items all linked,
+    and a sixth linked to two of them (a share of 2/5, exactly 0.4): one cluster of six at 0.4, the five
+    alone at 0.5."""
+    clique = ["c", "d", "e", "f", "g"]
+    links = [Link(x, y, 0.95) for n, x in enumerate(clique) for y in clique[n + 1 :]]
+    links += [Link("a", "c", 0.9), Link("a", "d", 0.9)]
+    assert SharedSupport(min_share=0.5).clusters(links) == [clique]
+    assert SharedSupport().clusters(links) == rule_named("support").clusters(links) == [["a", *clique]]
