@@ -90,6 +90,21 @@ def years(text: str) -> set[int]:
     return found
 
 
+def year_forms(text: str, among: set[int]) -> set[str]:
+    """How ``text`` writes each year of ``among`` it names (``98`` of ``98年``, ``1998``): one year written
+    two ways is no figure that changed.
+
+    >>> sorted(year_forms("98年金融風暴 1998年回顧 共98人", {1998}))
+    ['1998', '98']
+    """
+    found: set[str] = set()
+    for m in _YEAR.finditer(text):
+        written = m.group(1) or m.group(2)
+        if years(written + "年") & among:
+            found.add(written)
+    return found
+
+
 def codes(text: str) -> set[str]:
     """The model codes ``text`` names (letters joined to digits), upper-cased, hyphens dropped.
 
@@ -134,7 +149,9 @@ def series_conflict(
     ca, cb = codes(a), codes(b)
     if "codes" in tests and ca and cb and not any(x in y or y in x for x in ca for y in cb):
         return "codes"
-    na, nb = set(NUMBER.findall(a)), set(NUMBER.findall(b))
+    shared = ya & yb  # a year both name, written two ways (98年, 1998年), is no figure replaced
+    na = set(NUMBER.findall(a)) - year_forms(a, shared)
+    nb = set(NUMBER.findall(b)) - year_forms(b, shared)
     if "template" in tests and _replaced(na - nb) and _replaced(nb - na):
         spared = spare_shared_code and bool(ca & cb)  # one model's two prices: one story
         if template_overlap(a, b) >= TEMPLATE_OVERLAP and not spared:

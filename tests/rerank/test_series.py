@@ -93,6 +93,15 @@ def test_two_digit_years_read_in_their_century() -> None:
     assert years("2100年城市展望 2099年") == {2099}
 
 
+def test_one_year_written_two_ways_is_no_figure_replaced() -> None:
+    """98年 and 1998年 name one year: the template test took 98 and 1998 for two figures, one replaced by
+    the other, and vetoed two headlines of one retrospective. A year both name is no figure; a figure
+    that changed beside it still vetoes, and a number that only looks like the year (98點) is a figure."""
+    assert series_conflict("98年亞洲金融風暴回顧", "1998年亞洲金融風暴十年祭") is None
+    assert series_conflict("98年金融風暴 恒指報21330", "1998年金融風暴 恒指報15509") == "template"
+    assert series_conflict("恒指跌98點 1998年以來", "恒指跌75點 1998年以來") == "template"
+
+
 def test_vetoed_scores_hold_a_series_at_the_cap_only() -> None:
     got = vetoed_scores(
         np.array([0.96, 0.96, 0.5], dtype=np.float32),
