@@ -430,18 +430,13 @@ def test_a_topic_whose_other_member_expired_is_listed_no_more(tmp_path: Path) ->
     assert open_state(state).items["topic_id"].isna().all()
 
 
-def _a_topic_after_its_key_member_expired(tmp_path: Path) -> Path:
-    """Three daily runs, a day and a half kept: x (day 1), then p1 and q1 (day 2), each linked to the two
-    others at the topic level only (one topic of three single items, named after x), then z, unrelated (day
-    3), when x has expired. The report folder of the daily runs."""
+def _three_days_x_expires(tmp_path: Path, titles: dict[str, str]) -> tuple[Path, list[pd.DataFrame]]:
+    """Three daily runs, a day and a half kept: x (day 1), then p1 and q1 (day 2), then z (day 3), when x
+    has expired; ``titles`` for x, p1, q1 and z. The report folder of the daily runs, and each day's
+    clusters.parquet."""
     hours = {"x": 20, "p1": 26, "q1": 27, "z": 58}
-    titles = {
-        "x": "exam 2010 sitting venues announced",
-        "p1": "exam 2010 sitting answers published",
-        "q1": "exam 2010 sitting registration opens",
-        "z": "heavy rain in the south",
-    }
     state, out = tmp_path / "state", tmp_path / "daily"
+    days = []
     for day, ids, as_of in ((1, ["x"], 21), (2, ["p1", "q1"], 30), (3, ["z"], 59)):
         path = tmp_path / f"day{day}.parquet"
         pd.DataFrame(
@@ -458,9 +453,22 @@ def _a_topic_after_its_key_member_expired(tmp_path: Path) -> Path:
             as_of=DAY0 + pd.Timedelta(hours=as_of),
             encoder=HashEncoder(),
         )
-    kept = open_state(state).items
-    assert sorted(kept["id"]) == ["p1", "q1", "z"]
-    return out
+        days.append(pd.read_parquet(out / "latest" / "clusters.parquet"))
+    assert sorted(open_state(state).items["id"]) == ["p1", "q1", "z"]
+    return out, days
+
+
+def _a_topic_after_its_key_member_expired(tmp_path: Path) -> Path:
+    """x (day 1), then p1 and q1 (day 2), each linked to the two others at the topic level only (one topic
+    of three single items, named after x), then z, unrelated (day 3), when x has expired
+    (:func:`_three_days_x_expires`). The report folder of the daily runs."""
+    titles = {
+        "x": "exam 2010 sitting venues announced",
+        "p1": "exam 2010 sitting answers published",
+        "q1": "exam 2010 sitting registration opens",
+        "z": "heavy rain in the south",
+    }
+    return _three_days_x_expires(tmp_path, titles)[0]
 
 
 def test_a_topic_keeps_its_id_after_its_key_member_expired(tmp_path: Path) -> None:
@@ -479,36 +487,17 @@ def test_a_story_keeps_its_id_after_its_key_member_expired(tmp_path: Path) -> No
     member expired too: x (day 1) and p1, q1 (day 2), one story c-x; on day 3 x has expired and the window
     still lists p1 and q1 as c-x (a batch run over the kept items alone names them c-p1; docs/report.md and
     docs/operations.md say so)."""
-    hours = {"x": 20, "p1": 26, "q1": 27, "z": 58}
     titles = {
         "x": "exam 2010 sitting venues announced",
         "p1": "exam 2010 sitting venues announced today",
         "q1": "exam 2010 sitting venues announced again",
         "z": "heavy rain in the south",
     }
-    state, out = tmp_path / "state", tmp_path / "daily"
-    for day, ids, as_of in ((1, ["x"], 21), (2, ["p1", "q1"], 30), (3, ["z"], 59)):
-        path = tmp_path / f"day{day}.parquet"
-        pd.DataFrame(
-            {
-                "id": ids,
-                "title": [titles[i] for i in ids],
-                "published_at": [DAY0 + pd.Timedelta(hours=hours[i]) for i in ids],
-            }
-        ).to_parquet(path, index=False)
-        run_daily(
-            _config(path, out),
-            state,
-            retention_days=1.5,
-            as_of=DAY0 + pd.Timedelta(hours=as_of),
-            encoder=HashEncoder(),
-        )
-        if day == 2:
-            clusters = pd.read_parquet(out / "latest" / "clusters.parquet")
-            assert [
-                (c, list(m)) for c, m in zip(clusters["cluster_id"], clusters["member_ids"], strict=True)
-            ] == [("c-x", ["x", "p1", "q1"])]
-    assert sorted(open_state(state).items["id"]) == ["p1", "q1", "z"]
+    out, days = _three_days_x_expires(tmp_path, titles)
+    day2 = days[1]
+    assert [(c, list(m)) for c, m in zip(day2["cluster_id"], day2["member_ids"], strict=True)] == [
+        ("c-x", ["x", "p1", "q1"])
+    ]
     window = pd.read_parquet(out / "latest" / "window" / "clusters.parquet")
     assert [(c, list(m)) for c, m in zip(window["cluster_id"], window["member_ids"], strict=True)] == [
         ("c-x", ["p1", "q1"])
