@@ -402,27 +402,9 @@ def test_a_topic_whose_other_member_expired_is_listed_no_more(tmp_path: Path) ->
     hours = {"x": 20, "p1": 26, "p1b": 58}
     titles = {"x": "exam 2010 sitting venues announced", "p1": "exam 2010 sitting answers published"}
     titles["p1b"] = titles["p1"]
-    state, out = tmp_path / "state", tmp_path / "daily"
-    for day, ids, as_of in ((1, ["x"], 21), (2, ["p1"], 30), (3, ["p1b"], 59)):
-        path = tmp_path / f"day{day}.parquet"
-        pd.DataFrame(
-            {
-                "id": ids,
-                "title": [titles[i] for i in ids],
-                "published_at": [DAY0 + pd.Timedelta(hours=hours[i]) for i in ids],
-            }
-        ).to_parquet(path, index=False)
-        run_daily(
-            _config(path, out),
-            state,
-            retention_days=1.5,
-            as_of=DAY0 + pd.Timedelta(hours=as_of),
-            encoder=HashEncoder(),
-        )
-        if day == 2:
-            assert pd.read_parquet(out / "latest" / "topics.parquet")["member_ids"].map(list).tolist() == [
-                ["x", "p1"]
-            ]
+    schedule = [(["x"], 21), (["p1"], 30), (["p1b"], 59)]
+    out, state, days = _run_days(tmp_path, titles, hours, schedule)
+    assert days[1][1]["member_ids"].map(list).tolist() == [["x", "p1"]]
     assert pd.read_parquet(out / "latest" / "topics.parquet").empty
     clusters = pd.read_parquet(out / "latest" / "clusters.parquet")
     assert clusters["member_ids"].map(list).tolist() == [["p1", "p1b"]]
@@ -430,14 +412,15 @@ def test_a_topic_whose_other_member_expired_is_listed_no_more(tmp_path: Path) ->
     assert open_state(state).items["topic_id"].isna().all()
 
 
-def _three_days_x_expires(tmp_path: Path, titles: dict[str, str]) -> tuple[Path, list[pd.DataFrame]]:
-    """Three daily runs, a day and a half kept: x (day 1), then p1 and q1 (day 2), then z (day 3), when x
-    has expired; ``titles`` for x, p1, q1 and z. The report folder of the daily runs, and each day's
-    clusters.parquet."""
-    hours = {"x": 20, "p1": 26, "q1": 27, "z": 58}
+def _run_days(
+    tmp_path: Path, titles: dict[str, str], hours: dict[str, int], schedule: list[tuple[list[str], int]]
+) -> tuple[Path, Path, list[tuple[pd.DataFrame, pd.DataFrame]]]:
+    """Daily runs, a day and a half kept, one a day of ``schedule`` (the day's ids, and the hour after DAY0
+    it runs at); each item titled by ``titles`` and published ``hours`` after DAY0. The report folder, the
+    state folder, and each day's clusters.parquet and topics.parquet."""
     state, out = tmp_path / "state", tmp_path / "daily"
     days = []
-    for day, ids, as_of in ((1, ["x"], 21), (2, ["p1", "q1"], 30), (3, ["z"], 59)):
+    for day, (ids, as_of) in enumerate(schedule, start=1):
         path = tmp_path / f"day{day}.parquet"
         pd.DataFrame(
             {
@@ -453,9 +436,22 @@ def _three_days_x_expires(tmp_path: Path, titles: dict[str, str]) -> tuple[Path,
             as_of=DAY0 + pd.Timedelta(hours=as_of),
             encoder=HashEncoder(),
         )
-        days.append(pd.read_parquet(out / "latest" / "clusters.parquet"))
+        latest = out / "latest"
+        days.append(
+            (pd.read_parquet(latest / "clusters.parquet"), pd.read_parquet(latest / "topics.parquet"))
+        )
+    return out, state, days
+
+
+def _three_days_x_expires(tmp_path: Path, titles: dict[str, str]) -> tuple[Path, list[pd.DataFrame]]:
+    """Three daily runs (:func:`_run_days`): x (day 1), then p1 and q1 (day 2), then z (day 3), when x has
+    expired; ``titles`` for x, p1, q1 and z. The report folder of the daily runs, and each day's
+    clusters.parquet."""
+    hours = {"x": 20, "p1": 26, "q1": 27, "z": 58}
+    schedule = [(["x"], 21), (["p1", "q1"], 30), (["z"], 59)]
+    out, state, days = _run_days(tmp_path, titles, hours, schedule)
     assert sorted(open_state(state).items["id"]) == ["p1", "q1", "z"]
-    return out, days
+    return out, [clusters for clusters, _ in days]
 
 
 def _a_topic_after_its_key_member_expired(tmp_path: Path) -> Path:
