@@ -119,6 +119,16 @@ def reload_once_stored(page: Any) -> None:
     page.reload()
 
 
+def opened(chromium: Any, page_path: Path) -> tuple[Any, list[str]]:
+    """``page_path`` opened in a new browser context (downloads accepted: Playwright's default): the page,
+    and the list its script errors go to."""
+    page = chromium.new_context().new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(page_path.as_uri())
+    return page, errors
+
+
 def open_cluster(page: Any, cluster: str) -> str:
     """Open a cluster of the list; returns the selector of its body (drawn once the cluster is open)."""
     page.click(f"li[data-cluster='{cluster}'] summary")
@@ -136,10 +146,7 @@ def levels(page: Any, selector: str) -> list[str | None]:
 
 def test_marks_by_click_and_key_survive_a_reload_and_can_be_cleared(chromium: Any, tmp_path: Path) -> None:
     page_path = review_report(tmp_path / "report")
-    page = chromium.new_context().new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(page_path.as_uri())
+    page, errors = opened(chromium, page_path)
 
     # the near misses, in their own queue, nearest the threshold first, titles as text
     near = page.eval_on_selector_all("#rv-near tbody tr", "rows => rows.map(r => r.cells[0].textContent)")
@@ -534,10 +541,7 @@ def test_a_not_the_same_story_mark_splits_its_cluster_in_the_page_at_once(
     page_path.write_text(
         render_html(pairs, clusters, RunRecord.from_dict(run), frame, near_misses=near), encoding="utf-8"
     )
-    page = chromium.new_context().new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(page_path.as_uri())
+    page, errors = opened(chromium, page_path)
 
     # the queue: c-b0's only link is scored, so c-t0's weakest link (t1-t2, 0.96) is the one offered
     doubtful = page.eval_on_selector_all(
@@ -703,10 +707,7 @@ def test_a_split_preview_follows_the_runs_rule_and_the_editors_verdicts(
         render_html(pairs_table(frame, pairs, labels), clusters, RunRecord.from_dict(run), frame),
         encoding="utf-8",
     )
-    page = chromium.new_context().new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(page_path.as_uri())
+    page, errors = opened(chromium, page_path)
     held = page.evaluate("window.nlsimReport.data.items.map(it => it.id)")  # the page's own item order
 
     def mark_apart(cluster: str, a: str, b: str) -> None:
@@ -776,10 +777,7 @@ def test_a_split_preview_joins_what_an_overruled_same_story_verdict_joins_once_f
         render_html(pairs_table(frame, pairs, labels), clusters, RunRecord.from_dict(run), frame),
         encoding="utf-8",
     )
-    page = chromium.new_context().new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(page_path.as_uri())
+    page, errors = opened(chromium, page_path)
     held = page.evaluate("window.nlsimReport.data.items.map(it => it.id)")
     open_cluster(page, "c-a1")
     for item in ("a1", "b1"):
@@ -832,10 +830,7 @@ def test_marks_of_items_this_page_does_not_hold_do_not_stop_the_export(chromium:
     page does not hold is exported with the texts it was marked with, and one kept without them is left out
     and said; the export of the rest goes on (it stopped at the first such mark, saying nothing)."""
     review_report(tmp_path / "report")
-    page = chromium.new_context(accept_downloads=True).new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto((tmp_path / "report" / "index.html").as_uri())
+    page, errors = opened(chromium, tmp_path / "report" / "index.html")
     page.locator("#rv-near tr.rv-row").first.locator("button.rv-level[data-v='1']").click()
     kept = {
         "gone1\u001fgone2": {"a": "gone1", "b": "gone2", "v": 0, "src": "near-miss", "score": 0.8,
