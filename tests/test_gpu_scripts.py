@@ -83,20 +83,28 @@ def test_a_gpu_shell_scripts_help_says_what_it_does_and_runs_nothing(tmp_path: P
     assert sorted(tmp_path.rglob("*")) == before
 
 
-@pytest.mark.parametrize("given", ["argument", "OUT"])
-def test_the_gpu_checks_relative_folders_are_the_callers(tmp_path: Path, given: str) -> None:
-    """``cd ~/runs && bash ~/nlsim/scripts/gpu_check.sh out`` wrote ``~/nlsim/out`` (the script moves to the
-    repository first), and a relative GPU_CHECK_WORK or PYTHON was read from there too: the work folder
-    removed and made anew inside the repository. They are now the caller's folder's. The check runs from a
-    copy with a stand-in Python that fails, so that it stops after the set-up's log."""
+def _copy_beside_a_failing_python(tmp_path: Path, script: str) -> tuple[Path, Path]:
+    """``script`` and ``scripts/gpu_site.sh`` copied into ``tmp_path/repo``, and a caller's folder
+    ``tmp_path/caller`` holding ``py/python3``, a stand-in that says what it was asked and fails. The copy's
+    folder and the caller's."""
     repo, caller = tmp_path / "repo", tmp_path / "caller"
-    for rel in ("scripts/gpu_check.sh", "scripts/gpu_site.sh"):
+    for rel in (script, "scripts/gpu_site.sh"):
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / rel, repo / rel)
     python = caller / "py" / "python3"
     python.parent.mkdir(parents=True)
     python.write_text('#!/bin/sh\necho "stand-in python $*"\nexit 1\n')
     python.chmod(0o755)
+    return repo, caller
+
+
+@pytest.mark.parametrize("given", ["argument", "OUT"])
+def test_the_gpu_checks_relative_folders_are_the_callers(tmp_path: Path, given: str) -> None:
+    """``cd ~/runs && bash ~/nlsim/scripts/gpu_check.sh out`` wrote ``~/nlsim/out`` (the script moves to the
+    repository first), and a relative GPU_CHECK_WORK or PYTHON was read from there too: the work folder
+    removed and made anew inside the repository. They are now the caller's folder's. The check runs from a
+    copy with a stand-in Python that fails, so that it stops after the set-up's log."""
+    repo, caller = _copy_beside_a_failing_python(tmp_path, "scripts/gpu_check.sh")
     env = {"PATH": "/usr/bin:/bin", "PYTHON": "py/python3", "GPU_CHECK_WORK": "work"}
     args = ["out"] if given == "argument" else []
     if given == "OUT":
@@ -201,14 +209,7 @@ def test_the_gpu_benchmarks_relative_folders_are_the_callers(tmp_path: Path, scr
     ``gpu_cluster_scores.sh`` and ``gpu_same_story.sh``. They are now the caller's folder's, as for
     ``scripts/gpu_check.sh``. Each runs from a copy with a stand-in Python that says what it was asked and
     fails, so that nothing is run; its output goes to a file (a background ``sleep`` may outlive it)."""
-    repo, caller = tmp_path / "repo", tmp_path / "caller"
-    for rel in (f"benchmarks/{script}", "scripts/gpu_site.sh"):
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(ROOT / rel, repo / rel)
-    python = caller / "py" / "python3"
-    python.parent.mkdir(parents=True)
-    python.write_text('#!/bin/sh\necho "stand-in python $*"\nexit 1\n')
-    python.chmod(0o755)
+    repo, caller = _copy_beside_a_failing_python(tmp_path, f"benchmarks/{script}")
     env = {"PATH": "/usr/bin:/bin", "PYTHON": "py/python3", "GPU_WORK": "work"}
     args = ["out"] if given == "argument" else []
     if given == "OUT":
