@@ -31,7 +31,6 @@ Example:
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -39,7 +38,7 @@ import pandas as pd
 
 from nlsim.clusters.constraints import pair_key
 from nlsim.clusters.verdicts.pair_file import PairRow, check_store
-from nlsim.clusters.verdicts.records import ACTING_SPLIT, Decision, Verdict, Verdicts
+from nlsim.clusters.verdicts.records import ACTING_SPLIT, Decision, Verdict, Verdicts, decided
 from nlsim.io.pairs import item_id, load_pairs
 
 
@@ -185,24 +184,6 @@ def _same_mark(decision: Decision, verdict: Verdict) -> bool:
     if when is None or then is None:
         return decision.decided_at == verdict.decided_at
     return when == then
-
-
-def decided(text: str) -> dt.datetime | None:
-    """The time a verdict's (or a decision's) ``decided_at`` says, ``None`` when it says none (unknown, or
-    not a time). A time without an offset (a merge writes every one with its offset; a store written
-    otherwise may not) is read on UTC, as a corpus's ``published_at`` without one is read on the run's time
-    zone, UTC when none is given (a merge has none).
-
-    >>> decided("2026-03-02T08:15:00.000Z") < decided("2026-03-02T17:00:00+08:00"), decided("")
-    (True, None)
-    >>> decided("2026-03-02T08:15:00") == decided("2026-03-02T16:15:00+08:00")
-    True
-    """
-    try:
-        when = dt.datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
 
 
 def newer_than(verdict: Verdict, prior: Verdict | None) -> bool:

@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -420,3 +421,21 @@ def from_frame(frame: pd.DataFrame, source: str | Path) -> Verdicts:
         )
     rows = frame.to_dict("records")
     return Verdicts.from_records(verdict_from_row(r, source, n) for n, r in enumerate(rows, start=1))
+
+
+def decided(text: str) -> dt.datetime | None:
+    """The time a verdict's (or a decision's) ``decided_at`` says, ``None`` when it says none (unknown, or
+    not a time). A time without an offset (a merge writes every one with its offset; a store written
+    otherwise may not) is read on UTC, as a corpus's ``published_at`` without one is read on the run's time
+    zone, UTC when none is given (a merge has none).
+
+    >>> decided("2026-03-02T08:15:00.000Z") < decided("2026-03-02T17:00:00+08:00"), decided("")
+    (True, None)
+    >>> decided("2026-03-02T08:15:00") == decided("2026-03-02T16:15:00+08:00")
+    True
+    """
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)

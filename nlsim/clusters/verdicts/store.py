@@ -41,7 +41,6 @@ Example:
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import hashlib
 import io
 import os
@@ -57,6 +56,7 @@ from nlsim.clusters.verdicts.records import (
     Decision,
     Verdict,
     Verdicts,
+    decided,
     verdict_from_row,
 )
 from nlsim.errors import InputError
@@ -72,15 +72,6 @@ TAKEN_BACK = "taken_back"
 every other row, and written only while the store keeps a verdict taken back."""
 STORE_COLUMNS = (*COLUMNS, TAKEN_BACK, ROW_CHECK)
 """The columns this nlsim writes, in order."""
-
-
-def _instant(text: str) -> dt.datetime | None:
-    """The time ``text`` says (one without an offset read on UTC), ``None`` when it is no time."""
-    try:
-        when = dt.datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
 
 
 @dataclass(frozen=True)
@@ -111,7 +102,7 @@ class TakenBack:
     def stands_over(self, marked_at: str) -> bool:
         """Whether a mark made at ``marked_at`` (a page export's time; '' for none) is no later than the
         taking back: an old mark sent again, which does not bring the verdict back."""
-        then, when = _instant(self.at), _instant(marked_at) if marked_at else None
+        then, when = decided(self.at), decided(marked_at) if marked_at else None
         return then is not None and when is not None and when <= then
 
 
@@ -252,7 +243,7 @@ def read_store_file(path: str | Path) -> StoreFile:
             damaged.append(exc if why is None else InputError(path, n, field or exc.field, why))
         else:
             at = named.get(TAKEN_BACK, "").strip()
-            if why is None and at and _instant(at) is None:
+            if why is None and at and decided(at) is None:
                 why, field = f"{TAKEN_BACK} {at!r} is not a time", TAKEN_BACK
             if why is None and at:
                 back.append(TakenBack(verdict, at))
