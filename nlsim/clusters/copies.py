@@ -42,19 +42,17 @@ Example:
 from __future__ import annotations
 
 import re
-import sys
 import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
 import numpy as np
 
 from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.order import order_keys
-from nlsim.io.cells import SHOWS_NOTHING, shown_text, unseen
+from nlsim.io.cells import shown_text, unseen, unseen_characters
 
 COPY_KEY_VERSION = 18
 """Which definition of :func:`copy_key` grouped the copies, kept in a daily state's identity: a state whose
@@ -345,23 +343,7 @@ def _seen(text: str) -> str:
     >>> _seen("\u200f【快訊】颱風\u3164 - 中央社\ufeff")
     '【快訊】颱風 - 中央社'
     """
-    return text if text.isascii() else _unseen_pattern().sub("", text)
-
-
-@cache
-def _unseen_pattern() -> re.Pattern[str]:
-    """Every character :func:`~nlsim.io.cells.unseen` names, as one character class (built once)."""
-    points = sorted(
-        {c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf"}
-        | {ord(ch) for ch in SHOWS_NOTHING}
-    )
-    runs: list[list[int]] = []
-    for c in points:  # as ranges: a class of a few dozen, not hundreds, of characters to try
-        if runs and c == runs[-1][1] + 1:
-            runs[-1][1] = c
-        else:
-            runs.append([c, c])
-    return re.compile("[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in runs) + "]")
+    return text if text.isascii() else unseen_characters().sub("", text)
 
 
 def _hyphenated(before: str, marks: str, after: str) -> bool:

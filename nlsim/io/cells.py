@@ -302,20 +302,49 @@ KEPT_FORMAT = frozenset("\u200c\u200d")
 of Persian and Indic words and make one emoji of several."""
 
 
-@cache
-def _format_characters() -> re.Pattern[str]:
-    """The format characters (Unicode category Cf, of this Python's Unicode database) but
-    :data:`KEPT_FORMAT`, as one character class of their ranges: a text is read through it five times
-    faster than character by character. Built once, when first needed."""
+def code_point_class(points: Iterable[int]) -> re.Pattern[str]:
+    """One character class of the code points ``points`` (ascending), written as their runs of neighbours: a
+    text is read through it far faster than character by character.
+
+    >>> code_point_class([0x200B, 0x200C, 0x200D, 0xFEFF]).sub("", "a\u200bb\ufeffc")
+    'abc'
+    """
     ranges: list[list[int]] = []
-    for code in range(sys.maxunicode + 1):
-        if unicodedata.category(chr(code)) != "Cf" or chr(code) in KEPT_FORMAT:
-            continue
+    for code in points:
         if ranges and ranges[-1][1] == code - 1:
             ranges[-1][1] = code
         else:
             ranges.append([code, code])
     return re.compile("[" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges) + "]")
+
+
+@cache
+def _format_characters() -> re.Pattern[str]:
+    """The format characters (Unicode category Cf, of this Python's Unicode database) but
+    :data:`KEPT_FORMAT`, as one character class (:func:`code_point_class`): a text is read through it five
+    times faster than character by character. Built once, when first needed."""
+    return code_point_class(
+        code
+        for code in range(sys.maxunicode + 1)
+        if unicodedata.category(chr(code)) == "Cf" and chr(code) not in KEPT_FORMAT
+    )
+
+
+@cache
+def unseen_characters() -> re.Pattern[str]:
+    """Every character :func:`unseen` names (the format characters, :data:`KEPT_FORMAT` among them, and
+    :data:`SHOWS_NOTHING`), as one character class (:func:`code_point_class`). Built once, when first
+    needed.
+
+    >>> unseen_characters().sub("", "\u200f【快訊】颱風\u3164")
+    '【快訊】颱風'
+    """
+    return code_point_class(
+        sorted(
+            {c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf"}
+            | {ord(ch) for ch in SHOWS_NOTHING}
+        )
+    )
 
 
 def model_text(text: str) -> str:
