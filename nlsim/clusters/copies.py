@@ -361,16 +361,15 @@ def _hyphenated(before: str, marks: str, after: str) -> bool:
 
 def _signed(text: str, at: int) -> bool:
     """Whether the figure at ``text[at]`` has a minus before it: a hyphen (:data:`HYPHENS`; a minus sign
-    is one, :data:`STAND_INS`) right before it (what shows nothing between them aside), after a space, a
-    mark, CJK text or nothing, not after a letter or a figure of a script that spaces its words
-    (``-5``, ``氣溫-5度``, ``(-0.5%)``; not ``COVID-19``, ``F-16``, nor ``- 5``, a dash set apart).
+    is one, :data:`STAND_INS`) right before it, after a space, a mark, CJK text or nothing, not after a
+    letter or a figure of a script that spaces its words (``-5``, ``氣溫-5度``, ``(-0.5%)``; not
+    ``COVID-19``, ``F-16``, nor ``- 5``, a dash set apart). ``text`` is :func:`copy_key`'s, which holds no
+    character that shows nothing (:func:`_seen`).
 
     >>> _signed("temp -5", 6), _signed("氣溫-5度", 3), _signed("covid-19", 6), _signed("x - 5", 4)
     (True, True, False, False)
     """
     before = at - 1
-    while before >= 0 and unseen(text[before]):
-        before -= 1
     if before < 0 or text[before] not in HYPHENS:
         return False
     ahead = text[before - 1] if before > 0 else ""
