@@ -15,6 +15,7 @@ and the flows' command lines call it first). An empty value is an unset one, but
 | ``NLSIM_PROBE`` | ``on``, ``cached``, ``off`` | ``on`` |
 | ``NLSIM_CPU_FLAGS`` | instruction-set flags, space-separated | the CPU's own |
 | ``NLSIM_DEVICE`` | ``cpu``, ``cuda``, ``cuda:1``, ``mps``, ``xpu`` | ``cuda`` when torch sees a GPU |
+| ``NLSIM_FSYNC`` | ``on``, ``off`` | ``on`` |
 
 Whether this machine has the device ``NLSIM_DEVICE`` names is checked where it is read
 (:func:`nlsim.encoders.device.default_device`: it needs torch); its name is checked here.
@@ -44,6 +45,7 @@ from nlsim.errors import ConfigError
 
 PROGRESS_STYLES = ("bar", "lines", "off")
 PROBE_MODES = ("on", "cached", "off")
+FSYNC_MODES = ("on", "off")
 FLAG = re.compile(r"[a-z0-9_]+")
 ISA_FLAGS = (
     "avx2",
@@ -64,6 +66,7 @@ DEVICE = re.compile(r"(cpu|cuda|mps|xpu)(:(0|[1-9][0-9]?|1[01][0-9]|12[0-7]))?")
 are not ones a model runs on here). The index as torch takes it: no leading zero (``cuda:01`` is refused),
 at most 127 (torch keeps it in a byte: ``cuda:255`` would be ``cuda``, ``cuda:257`` ``cuda:1``)."""
 PROBE_WHAT = "on: time what the cache lacks; cached: cached timings only; off: the first candidate"
+FSYNC_WHAT = "on: flush what is written to disk before it is renamed into place; off: leave it to the system"
 
 
 def _value(name: str) -> str | None:
@@ -90,6 +93,24 @@ def probe_mode() -> str:
     """``NLSIM_PROBE``: ``on`` (default: time what the cache lacks), ``cached`` (use cached probes, never
     time: tests, reproducible runs), ``off`` (ignore probes: the first candidate in path order)."""
     return _one_of("NLSIM_PROBE", PROBE_MODES, PROBE_WHAT) or "on"
+
+
+def flush_to_disk() -> bool:
+    """``NLSIM_FSYNC``: whether what nlsim writes is flushed to disk (``fsync``) before it is renamed into
+    place (``on``, the default), so that a report, a state or a model survives a power cut or a crash of
+    the machine whole or not at all. ``off`` leaves the flushing to the operating system: the renames stay,
+    so a reader still never sees a torn file while the machine runs, and a killed run still leaves the
+    previous outputs as they were; only what the machine's crash takes with it is at risk. For throwaway
+    folders, where the flushes are most of the time of a small run (the test suite sets it).
+
+    Example:
+        >>> import os
+        >>> from unittest import mock
+        >>> with mock.patch.dict(os.environ, NLSIM_FSYNC="Off"):
+        ...     flush_to_disk()
+        False
+    """
+    return _one_of("NLSIM_FSYNC", FSYNC_MODES, FSYNC_WHAT) != "off"
 
 
 def device_name() -> str | None:
@@ -196,4 +217,5 @@ def check_environment() -> None:
     probe_mode()
     cpu_flags()
     device_name()
+    flush_to_disk()
     check_home()

@@ -34,6 +34,10 @@ if XDIST_WORKERS > 1 and "OMP_NUM_THREADS" not in os.environ:
     os.environ["OMP_NUM_THREADS"] = str(max(1, cores // XDIST_WORKERS))
 # the inference path is chosen from cached speed probes only (tests that probe say so): no timing noise
 os.environ.setdefault("NLSIM_PROBE", "cached")
+# the tests' reports, states and models are thrown away: what they write is not flushed to disk before it is
+# renamed into place (the flushes took about a third of the time of a module of daily runs), unless the
+# caller asks for it (NLSIM_FSYNC=on); tests/io/test_atomic.py checks the flushes themselves
+os.environ.setdefault("NLSIM_FSYNC", "off")
 # a temporary nlsim home for the whole session, whatever the shell set: converted models, caches, quality
 # checks and probes written by the tests (and by the commands they run) never reach the user's own
 # (~/.cache/nlsim); it goes when the session ends

@@ -26,6 +26,7 @@ BAD = [
         "'avx512bf16' is not a flag /proc/cpuinfo writes: 'avx512_bf16' is",
     ),
     ("NLSIM_DEVICE", "gpu", "not a device nlsim runs models on (cpu, cuda, cuda:N for N from 0 to 127"),
+    ("NLSIM_FSYNC", "0", "not one of on, off"),
     ("NLSIM_HOME", "{file}", "a file, not a folder"),
     ("NLSIM_HOME", "{file}/home", "is a file, so no folder can be made under it"),
 ]

@@ -28,7 +28,7 @@ import pandas as pd
 from nlsim.annotation.validate import NOTES, is_blank
 from nlsim.errors import InputError
 from nlsim.io import editor_file
-from nlsim.io.atomic import fsync_dir, sweep_leftovers
+from nlsim.io.atomic import fsync_dir, fsync_file, sweep_leftovers
 from nlsim.io.pairs import (
     load_pairs,
     validate_pairs,
@@ -360,8 +360,7 @@ def write_checked(target: Path, merged: pd.DataFrame, write: Callable[[Path], No
                 f"the merged file reads back as {len(back)} pairs, not the {len(merged)} of {label} "
                 f"({n_bad} differ); nothing changed",
             )
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
+        fsync_file(tmp)
         os.replace(tmp, target)
         fsync_dir(target.parent)
     except BaseException:

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from nlsim.environment import flush_to_disk
 from nlsim.faults import fault_point
 
 if TYPE_CHECKING:  # pandas is not needed to write files; `nlsim --help` stays fast without it
@@ -65,8 +66,19 @@ def dir_mode() -> int:
     return 0o777 & ~_umask()
 
 
+def fsync_file(path: str | Path) -> None:
+    """Flush a file's contents to disk, unless ``NLSIM_FSYNC=off``
+    (:func:`nlsim.environment.flush_to_disk`)."""
+    if flush_to_disk():
+        with open(path, "rb") as fh:
+            os.fsync(fh.fileno())
+
+
 def fsync_dir(folder: str | Path) -> None:
-    """Flush a folder's entries to disk (a rename is durable once its folder is synced)."""
+    """Flush a folder's entries to disk (a rename is durable once its folder is synced), unless
+    ``NLSIM_FSYNC=off``."""
+    if not flush_to_disk():
+        return
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:
@@ -80,11 +92,12 @@ def fsync_dir(folder: str | Path) -> None:
 
 
 def fsync_tree(root: str | Path) -> None:
-    """Flush every file and folder below ``root``."""
+    """Flush every file and folder below ``root``, unless ``NLSIM_FSYNC=off``."""
+    if not flush_to_disk():
+        return
     for dirpath, _, filenames in os.walk(root):
         for name in filenames:
-            with open(Path(dirpath) / name, "rb") as fh:
-                os.fsync(fh.fileno())
+            fsync_file(Path(dirpath) / name)
         fsync_dir(dirpath)
 
 
@@ -252,8 +265,7 @@ def atomic_path(path: str | Path, *, suffix: str = "", mode: int | None = None) 
             yield tmp
             if tmp.is_file():
                 os.chmod(tmp, file_mode() if mode is None else mode)
-                with open(tmp, "rb") as fh:
-                    os.fsync(fh.fileno())
+                fsync_file(tmp)
             _replace(tmp, target)
             fsync_dir(target.parent)
     except BaseException:
@@ -322,8 +334,7 @@ def publish_files(
             if old is not None:
                 remove_tree(old)
         else:
-            with open(src, "rb") as fh:
-                os.fsync(fh.fileno())
+            fsync_file(src)
             os.replace(src, dst)
         fault_point("report-move")
     fsync_dir(out)

@@ -7,8 +7,9 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from nlsim.io.atomic import atomic_dir, atomic_save_npy, atomic_write_text, held
+from nlsim.io.atomic import atomic_dir, atomic_save_npy, atomic_write_text, held, publish_files
 
 
 def _killed_dir(parent: Path, name: str) -> Path:
@@ -89,3 +90,52 @@ def test_a_folder_at_the_name_of_a_file_written_is_named_not_the_temporary_file(
     assert "move it away" in str(raised.value.strerror)
     assert (target / "mine.txt").read_text(encoding="utf-8") == "kept"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["lock.json"]
+
+
+def _flushed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
+    """What a file write, a folder write and a publication of files flush to disk: each flushed path."""
+    flushed: list[str] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        flushed.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    atomic_write_text(tmp_path / "a.txt", "a")
+    with atomic_dir(tmp_path / "folder") as tmp:
+        (tmp / "b.txt").write_text("b")
+    (tmp_path / "staging").mkdir()
+    (tmp_path / "staging" / "c.txt").write_text("c")
+    (tmp_path / "out").mkdir()
+    publish_files(tmp_path / "staging", tmp_path / "out", ["c.txt"])
+    assert (tmp_path / "a.txt").read_text() + (tmp_path / "folder" / "b.txt").read_text() == "a" + "b"
+    assert (tmp_path / "out" / "c.txt").read_text() == "c"
+    return flushed
+
+
+def test_what_is_written_is_flushed_to_disk_before_it_is_renamed_into_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """By default (``NLSIM_FSYNC`` unset or ``on``) every file is flushed, and the folder it is renamed in."""
+    for value in (None, "on"):
+        if value is None:
+            monkeypatch.delenv("NLSIM_FSYNC", raising=False)
+        else:
+            monkeypatch.setenv("NLSIM_FSYNC", value)
+        where = tmp_path / f"fsync-{value}"
+        where.mkdir()
+        flushed = [Path(p).name for p in _flushed(monkeypatch, where)]
+        assert any(name.startswith(".a.txt.") for name in flushed), flushed  # the file, before its rename
+        assert "b.txt" in flushed and "c.txt" in flushed, flushed
+        assert where.name in flushed and "out" in flushed, flushed  # the folders the renames were made in
+        monkeypatch.undo()
+
+
+def test_nlsim_fsync_off_leaves_the_flushing_to_the_system_and_still_writes_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NLSIM_FSYNC", "OFF")
+    assert _flushed(monkeypatch, tmp_path) == []
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == ["a.txt", "folder", "out", "staging"]  # no temporaries
