@@ -165,3 +165,23 @@ def test_the_readme_names_every_band_of_the_purity_by_cluster_size() -> None:
     chain = section("The chain (`nlsim pipeline`, flow `news-pipeline`)")
     said = re.search(r"inside clusters of (.*?) items that are the same story", chain)
     assert said and re.split(r", | and ", said[1]) == bands
+
+
+def test_the_readme_names_each_faiss_gpu_extra_with_the_python_its_gpu_build_needs() -> None:
+    """It said `'.[gpu-cu13]'` puts the FAISS indexes on the GPUs with CUDA 13; the extra holds FAISS's GPU
+    build on Python 3.12 alone and installs the CPU build on 3.11, which `run.sh` takes too, so a run there
+    searched on the CPU. `'.[gpu-cu12]'`, the GPU build a CUDA 13 machine runs on either Python, was not
+    named at all."""
+    spec = tomllib.loads((README.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    text = " ".join(section("Command line").split())
+    for extra, requirements in spec["project"]["optional-dependencies"].items():
+        gpu = [r for r in requirements if r.startswith("faiss-gpu")]
+        if not gpu:
+            continue
+        named = text.find(f"'.[{extra}]'")
+        assert named >= 0, f"the README does not name the extra {extra} (FAISS's GPU build)"
+        for requirement in gpu:
+            only = re.search(r"python_version == '(3\.\d+)'", requirement)
+            if only:
+                said = text[named : named + 160]
+                assert f"Python {only[1]}" in said, f"'.[{extra}]' is the GPU build on Python {only[1]} only"
