@@ -185,3 +185,21 @@ def test_the_readme_names_each_faiss_gpu_extra_with_the_python_its_gpu_build_nee
             if only:
                 said = text[named : named + 160]
                 assert f"Python {only[1]}" in said, f"'.[{extra}]' is the GPU build on Python {only[1]} only"
+
+
+def test_the_readme_says_nlsim_device_places_the_models_and_cpu_the_faiss_index(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """It said `NLSIM_DEVICE=cpu` "keeps everything on the CPU", right after saying FAISS's GPU build puts
+    the indexes on the GPUs; the variable places the models alone, and the index still goes on the GPUs
+    FAISS sees unless the run is given `--cpu`."""
+    from nlsim.search import index
+
+    monkeypatch.setenv("NLSIM_DEVICE", "cpu")
+    monkeypatch.setattr(index, "gpu_count", lambda: 2)
+    assert index.resolved_kind("auto", 200_000) == "flat"  # on the GPUs: flat up to GPU_FLAT_MAX
+    assert index.resolved_kind("auto", 200_000, use_gpu=False) == "ivf"  # --cpu: the CPU's size rule
+    text = " ".join(section("Command line").split())
+    said = re.search(r"`NLSIM_DEVICE=cpu` ([^)]*)\)", text)
+    assert said, "the README no longer says what NLSIM_DEVICE=cpu does"
+    assert "everything" not in said[1] and "`--cpu`" in said[1]
