@@ -201,3 +201,22 @@ def test_the_pages_rule_gives_the_reports_groups(tmp_path: Path) -> None:
     )
     assert got[by_arrival] == [["b", "c"]]  # by id, a and b would have been joined first
     assert sum(c.order is not None and c.python() != replace(c, order=None).python() for c in cases) > 3
+
+
+def test_the_pages_support_rule_without_a_share_takes_the_reports_default(tmp_path: Path) -> None:
+    """A support rule given no share is the Python class's (``DEFAULT_SUPPORT``, 0.4) in the page too, not
+    a stricter one: five items all linked, and a sixth linked to two of them (a share of 2/5, exactly 0.4),
+    are one cluster of six under both."""
+    require_browser()
+    script = resources.files("nlsim.report").joinpath("assets", "rules.js").read_text(encoding="utf-8")
+    page = tmp_path / "rules.html"
+    page.write_text(f"<!doctype html><meta charset='utf-8'><script>{script}</script>", encoding="utf-8")
+    clique = ["c", "d", "e", "f", "g"]
+    links = [(x, y, 0.95) for n, x in enumerate(clique) for y in clique[n + 1 :]]
+    links += [("a", "c", 0.9), ("a", "d", 0.9)]
+    cases = [Case({"name": "support"}, links), Case({"name": "support", "min_share": None}, links)]
+    with Browser() as browser:
+        browser.open(page.as_uri())
+        got = browser.evaluate("[" + ",".join(c.js() for c in cases) + "]")
+    assert cases[0].python() == [["a", *clique]]
+    assert got == [[["a", *clique]]] * 2

@@ -185,7 +185,8 @@
   function ruleOf(spec) {
     var name = spec && spec.name === "support" ? "support" : "components";
     if (name === "components") return { name: name, groups: function (links) { return joined(links, constraintsOf()); } };
-    var minShare = spec.min_share === null || spec.min_share === undefined ? 0.5 : spec.min_share;
+    // no share given: the class's default, rules.DEFAULT_SUPPORT
+    var minShare = spec.min_share === null || spec.min_share === undefined ? 0.4 : spec.min_share;
     var large = spec.large === undefined ? null : spec.large;
     var largeShare = spec.large_share === undefined ? null : spec.large_share;
     var largeFloor = spec.large_floor === undefined ? null : spec.large_floor;
