@@ -6,16 +6,28 @@
 # CPU whose flags are already those, the first pass was that pass, and it is not repeated.
 # `bash test.sh --help`: this text and pytest's options, with nothing set up or run.
 set -euo pipefail
-for arg in "$@"; do  # the help at once: no set-up first (pytest's own where it is installed)
+takes_value=kmrWcpon  # pytest's short options (and xdist's -n) that take a value
+help=0  # -h, --help, or an h among short options given together (-vh), before one that takes a value
+for arg in "$@"; do
   case $arg in
-    -h | --help)
-      sed -n '2,/^set -/s/^# \{0,1\}//p' "$0"
-      python="$(dirname "$0")/.venv/bin/python"
-      if [ -x "$python" ]; then echo && exec "$python" -m pytest --help; fi
-      echo "(pytest's options are listed here once set up: bash scripts/setup.sh --all-bytecode --no-model)"
-      exit 0 ;;
+    -h | --help) help=1 ;;
+    --*) ;;
+    -?*)
+      flags=${arg#-}
+      while [ -n "$flags" ]; do
+        flag=${flags:0:1} flags=${flags:1}
+        case $flag in h) help=1 && break ;; esac
+        case $takes_value in *"$flag"*) break ;; esac
+      done ;;
   esac
 done
+if [ "$help" = 1 ]; then  # the help at once: no set-up first (pytest's own where it is installed)
+  sed -n '2,/^set -/s/^# \{0,1\}//p' "$0"
+  python="$(dirname "$0")/.venv/bin/python"
+  if [ -x "$python" ]; then echo && exec "$python" -m pytest --help; fi
+  echo "(pytest's options are listed here once set up: bash scripts/setup.sh --all-bytecode --no-model)"
+  exit 0
+fi
 # a relative path in NLSIM_HOME, PREFECT_HOME or PYTHON (one with a /) is the caller's folder's: made whole
 # before the cd below (a command name, an absolute path and ~/... are left as they are)
 case ${NLSIM_HOME:-/} in /* | "~"*) ;; *) export NLSIM_HOME=$PWD/${NLSIM_HOME#./} ;; esac
@@ -41,7 +53,6 @@ fi
 workers=$((10#$workers))
 # (-s, -n and -d also among short options given together, -xs or -vn2, up to one that takes a value:
 # in -rs, -kspam or -mslow the s is that value's)
-takes_value=kmrWcpon  # pytest's short options (and xdist's -n) that take a value
 for arg in "$@"; do
   case $arg in
     --pdb | --trace | --capture=no | --numprocesses* | --dist* | *no:xdist) workers=1 ;;

@@ -182,3 +182,31 @@ def test_test_sh_runs_in_one_process_for_s_among_short_options(
     assert pytest_line.startswith("-m pytest "), pytest_line
     assert ("-n 2 --dist loadfile" in pytest_line) is (workers == 2), pytest_line
     assert pytest_line.endswith(" ".join(args)), pytest_line
+
+
+@pytest.mark.parametrize(("args", "helped"), [(["-vh"], True), (["-xvh", "tests"], True), (["-kh"], False)])
+def test_test_sh_reads_help_among_short_options_given_together(
+    tmp_path: Path, args: list[str], helped: bool
+) -> None:
+    """pytest reads ``-vh`` as ``-v -h``, its help, as test.sh reads ``-xs`` as ``-x -s``; ``bash test.sh
+    -vh`` ran the whole set-up (a browser through apt) before pytest printed that help. It is the help at
+    once now, with nothing set up, where the ``h`` of ``-kh`` (``-k``'s value, a test selection) is not."""
+    shutil.copy(ROOT / "test.sh", tmp_path / "test.sh")
+    seen = tmp_path / "seen.txt"
+    for name in ("setup.sh", "setup_browser.sh"):
+        _recording(tmp_path / "scripts" / name, name)
+    for name in ("python", "ruff"):
+        _recording(tmp_path / ".venv" / "bin" / name, f"{name} $*")
+    done = subprocess.run(
+        ["bash", str(tmp_path / "test.sh"), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "SEEN": str(seen), "NLSIM_TEST_WORKERS": "1"},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    ran = seen.read_text().splitlines() if seen.exists() else []
+    if helped:
+        assert ran == ["python -m pytest --help"], ran
+    else:
+        assert ran[0] == "setup.sh" and ran[-1] == "python -m pytest -kh", ran
