@@ -54,7 +54,7 @@ from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.order import order_keys
 from nlsim.io.cells import shown_text, unseen, unseen_characters
 
-COPY_KEY_VERSION = 18
+COPY_KEY_VERSION = 19
 """Which definition of :func:`copy_key` grouped the copies, kept in a daily state's identity: a state whose
 copies an earlier one grouped (1: the characters that show nothing kept, a mark between two digits dropped;
 a state written then has none; 2: HTML markup read as written, ``AT&amp;T`` not ``AT&T``, and a minus sign
@@ -81,8 +81,9 @@ of ``Floods``; 14: a headline in title case before an agency in brackets a datel
 ``NASA Delays Launch (AP) - Yahoo News`` a copy of ``FBI Raids Home (AP) - Yahoo News``; 15: a hyphen
 between two letters no mark, ``re-sign`` a copy of ``resign``; 16: the minus before a figure no mark,
 ``氣溫-5度`` a copy of ``氣溫5度``; 17: a character that shows nothing before a label or a dateline or after
-a source's name kept them words of the copy, ``\\ufeff【快訊】颱風`` no copy of ``颱風``) is paired again,
-so that its kept links follow one definition."""
+a source's name kept them words of the copy, ``\\ufeff【快訊】颱風`` no copy of ``颱風``; 18: a word in
+capitals after a comma part of a dateline's place, ``UK, EU Reach Deal (AP) - Yahoo News`` a copy of ``US, UK
+Strike Back (AP) - Yahoo News``) is paired again, so that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
 """The marks that group a number's digits by thousands (``3,000``, ``3.000``, ``3 000`` with any space,
@@ -161,7 +162,8 @@ DATELINE = re.compile(
     rf"^\s*(?:(?P<open>[(\[【〔])\s*)?(?:{WIRE_AGENCIES_ZH})(?:記者|记者)?[^\W\d_]{{0,12}}?"
     r"(?:\d{1,2}月)?\d{1,2}日(?:電|电|訊|讯)(?(open)\s*[)\]】〕]|(?=[\s(\[【〔:,]|$))"
     r"|^\s*(?-i:[A-Z][A-Z.'-]+(?: +[A-Z][A-Z.'-]+){0,4}"
-    r"(?:\s*,\s*[A-Z][A-Za-z.'-]*(?: +[A-Z][A-Za-z.'-]*){0,2}){0,2}"
+    r"(?:\s*,\s*(?:(?:[A-Z]\.(?:[A-Z][a-z]?\.)+|[A-Z][a-z']*(?:-[A-Z]?[a-z']+)*\.?)"
+    r"(?: +[A-Z][a-z']*(?:-[A-Z]?[a-z']+)*\.?){0,2}|[A-Z]{2,3}(?=\s*\())){0,2}"
     r"(?:\s*/\s*[A-Z][A-Z.'-]+(?:\s+[A-Z][A-Z.'-]+){0,3}){0,3}(?:,\s*[A-Z][a-z]{2,8}\.?\s+\d{1,2})?\s*)?"
     rf"\((?:{WIRE_AGENCIES_EN})\)\s*[{DASH_MARKS}]+",
     re.IGNORECASE,
@@ -175,7 +177,10 @@ place, perhaps the day, and the agency in brackets before a dash (``BEIJING (Reu
 filed from two or more is, ``HONG KONG/SHANGHAI (Reuters) -``, ``LONDON/NEW YORK, Dec 6 (Reuters) -``);
 not an agency's name alone (``中央社：``), a date alone (``12月6日``) nor a place in lower case (``Man bites
 dog (AP) -``: a wire's English place is in capitals, word by word, and goes on in small letters only after a
-comma, ``SAN JUAN, Puerto Rico``; a headline in title case, ``NASA Delays Launch (AP) -``, is no place)."""
+comma, ``SAN JUAN, Puerto Rico``, ``FORT LAUDERDALE, Fla.``, as a state's dotted abbreviation, ``TRENTON,
+N.J.``, or as a code in capitals right before the agency, ``LONDON, UK (Reuters)``; a headline in title case,
+``NASA Delays Launch (AP) -``, or one with a word in capitals after a comma, ``UK, EU Reach Deal (AP) -``, is
+no place)."""
 
 BYLINE = (
     r"[(\[【〔]\s*(?:(?:記者|记者|實習記者|实习记者|特派員|特派员)(?!會|会|節|节|證|证|們|们|站|室|團|团|招待|協會|协会|遭|被|手記|手记|提問|提问|追問|追问)\s*[/:]?"

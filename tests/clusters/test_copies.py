@@ -710,6 +710,28 @@ def test_a_title_cased_headline_before_an_agency_in_brackets_is_no_dateline():
         assert copy_key(f"{dateline}Storm hits the coast") == plain, dateline
 
 
+def test_an_acronym_after_a_comma_is_no_dateline_place():
+    """A feed's headline that opens with two acronyms parted by a comma and carries the agency in brackets
+    (``UK, EU Reach Deal (AP) - Yahoo News``) was read as a dateline up to the dash, since a dateline's
+    place may go on after a comma: two unrelated stories of the feed kept only the feed's name and were
+    copies. After a comma a place goes on in small letters (``Taiwan``, ``Puerto Rico``, ``Fla.``), as a
+    state's dotted abbreviation (``D.C.``, ``N.J.``, ``W.Va.``) or as a code in capitals right before the
+    agency (``LONDON, UK (Reuters)``), never as a word in capitals before another word."""
+    feed = ["UK, EU Reach Deal (AP) - Yahoo News", "US, UK Strike Back (AP) - Yahoo News"]
+    assert copy_key(feed[0]) != copy_key(feed[1])
+    assert find_copies(["a", "b"], feed).groups() == []
+    plain = copy_key("Storm hits the coast")
+    for dateline in (
+        "TRENTON, N.J. (AP) - ",
+        "CHARLESTON, W.Va. (AP) - ",
+        "WASHINGTON, D.C. (AP) - ",
+        "SARAJEVO, Bosnia-Herzegovina (AP) - ",
+        "LONDON, UK (Reuters) - ",
+        "NEW YORK, NY (AP) - ",
+    ):
+        assert copy_key(f"{dateline}Storm hits the coast") == plain, dateline
+
+
 def test_a_hyphen_between_two_letters_is_kept_in_the_key():
     """``Coach to re-sign`` and ``Coach to resign`` say opposite things, and so do ``re-cover`` and
     ``recover``: the key dropped the hyphen between the two letters and made them copies. A hyphen that
