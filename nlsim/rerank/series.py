@@ -90,19 +90,25 @@ def years(text: str) -> set[int]:
     return found
 
 
-def year_forms(text: str, among: set[int]) -> set[str]:
-    """How ``text`` writes each year of ``among`` it names (``98`` of ``98年``, ``1998``): one year written
-    two ways is no figure that changed.
+def year_spans(text: str, among: set[int]) -> set[tuple[int, int]]:
+    """Where ``text`` names each year of ``among`` (``98`` of ``98年``, ``1998``), as spans: one year written
+    two ways is no figure that changed, while the same digits elsewhere (``共98人``) are a figure.
 
-    >>> sorted(year_forms("98年金融風暴 1998年回顧 共98人", {1998}))
-    ['1998', '98']
+    >>> sorted(year_spans("98年金融風暴 1998年回顧 共98人", {1998}))
+    [(0, 2), (8, 12)]
     """
-    found: set[str] = set()
+    found: set[tuple[int, int]] = set()
     for m in _YEAR.finditer(text):
-        written = m.group(1) or m.group(2)
-        if years(written + "年") & among:
-            found.add(written)
+        group = 1 if m.group(1) else 2
+        if years(m.group(group) + "年") & among:
+            found.add(m.span(group))
     return found
+
+
+def _figures(text: str, shared: set[int]) -> set[str]:
+    """The numbers of ``text`` (:data:`NUMBER`) but those naming a year of ``shared`` (:func:`year_spans`)."""
+    named = year_spans(text, shared)
+    return {m.group() for m in NUMBER.finditer(text) if m.span() not in named}
 
 
 def codes(text: str) -> set[str]:
@@ -150,8 +156,7 @@ def series_conflict(
     if "codes" in tests and ca and cb and not any(x in y or y in x for x in ca for y in cb):
         return "codes"
     shared = ya & yb  # a year both name, written two ways (98年, 1998年), is no figure replaced
-    na = set(NUMBER.findall(a)) - year_forms(a, shared)
-    nb = set(NUMBER.findall(b)) - year_forms(b, shared)
+    na, nb = _figures(a, shared), _figures(b, shared)
     if "template" in tests and _replaced(na - nb) and _replaced(nb - na):
         spared = spare_shared_code and bool(ca & cb)  # one model's two prices: one story
         if template_overlap(a, b) >= TEMPLATE_OVERLAP and not spared:
