@@ -54,7 +54,7 @@ from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.order import order_keys
 from nlsim.io.cells import shown_text, unseen, unseen_characters
 
-COPY_KEY_VERSION = 19
+COPY_KEY_VERSION = 20
 """Which definition of :func:`copy_key` grouped the copies, kept in a daily state's identity: a state whose
 copies an earlier one grouped (1: the characters that show nothing kept, a mark between two digits dropped;
 a state written then has none; 2: HTML markup read as written, ``AT&amp;T`` not ``AT&T``, and a minus sign
@@ -83,7 +83,8 @@ between two letters no mark, ``re-sign`` a copy of ``resign``; 16: the minus bef
 ``氣溫-5度`` a copy of ``氣溫5度``; 17: a character that shows nothing before a label or a dateline or after
 a source's name kept them words of the copy, ``\\ufeff【快訊】颱風`` no copy of ``颱風``; 18: a word in
 capitals after a comma part of a dateline's place, ``UK, EU Reach Deal (AP) - Yahoo News`` a copy of ``US, UK
-Strike Back (AP) - Yahoo News``) is paired again, so that its kept links follow one definition."""
+Strike Back (AP) - Yahoo News``; 19: an en dash or a figure dash before a figure no sign, ``–5C`` a copy of
+``5C``) is paired again, so that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
 """The marks that group a number's digits by thousands (``3,000``, ``3.000``, ``3 000`` with any space,
@@ -106,6 +107,11 @@ HYPHENS = "-\u2010"
 """The hyphens a desk joins two words with or sets as a dash: the hyphen-minus and the hyphen U+2010 (NFKC
 makes the non-breaking hyphen U+2011 one): :func:`_flash` reads a word joined to a flash label by one as a
 compound."""
+
+SIGNS = HYPHENS + "\u2012\u2013"
+"""The marks that are a figure's minus when set right before it (:func:`_signed`): the hyphens
+(:data:`HYPHENS`; the minus sign is read as one, :data:`STAND_INS`), and the figure dash and the en dash that
+typeset English sets as a minus (``–5C``)."""
 
 BOX_LINES = "\u2500\u2501"
 """The box-drawing lines ``─`` and ``━`` that desks typing in Big5 set as a dash: symbols (So), read as a
@@ -365,17 +371,19 @@ def _hyphenated(before: str, marks: str, after: str) -> bool:
 
 
 def _signed(text: str, at: int) -> bool:
-    """Whether the figure at ``text[at]`` has a minus before it: a hyphen (:data:`HYPHENS`; a minus sign
-    is one, :data:`STAND_INS`) right before it, after a space, a mark, CJK text or nothing, not after a
-    letter or a figure of a script that spaces its words (``-5``, ``氣溫-5度``, ``(-0.5%)``; not
-    ``COVID-19``, ``F-16``, nor ``- 5``, a dash set apart). ``text`` is :func:`copy_key`'s, which holds no
-    character that shows nothing (:func:`_seen`).
+    """Whether the figure at ``text[at]`` has a minus before it: a hyphen, a figure dash or an en dash
+    (:data:`SIGNS`; a minus sign is a hyphen, :data:`STAND_INS`) right before it, after a space, a mark,
+    CJK text or nothing, not after a letter or a figure of a script that spaces its words (``-5``,
+    ``氣溫-5度``, ``(-0.5%)``, ``–5C``; not ``COVID-19``, ``F-16``, nor ``- 5``, a dash set apart).
+    ``text`` is :func:`copy_key`'s, which holds no character that shows nothing (:func:`_seen`).
 
     >>> _signed("temp -5", 6), _signed("氣溫-5度", 3), _signed("covid-19", 6), _signed("x - 5", 4)
     (True, True, False, False)
+    >>> _signed("temp \u20135", 6)
+    True
     """
     before = at - 1
-    if before < 0 or text[before] not in HYPHENS:
+    if before < 0 or text[before] not in SIGNS:
         return False
     ahead = text[before - 1] if before > 0 else ""
     return not (ahead.isalnum() and _spaced_word(ahead))

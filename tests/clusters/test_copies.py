@@ -794,3 +794,21 @@ def test_a_character_that_shows_nothing_around_a_label_dateline_or_source_leaves
         == copy_key("Rally turns anti-AP")
         != copy_key("Rally turns anti")
     )
+
+
+def test_an_en_dash_or_a_figure_dash_set_as_a_minus_is_the_figure_s_sign():
+    """Typeset English sets the minus of a negative figure as an en dash or a figure dash (``–5C``):
+    ``Temperatures fall to –5C`` and ``Temperatures fall to 5C`` were one key, two days' weather grouped as
+    copies. Right before a figure, after a space, a bracket or nothing, either is the figure's sign, as a
+    hyphen or a minus sign is; between two figures (``2010–11``) or set apart (``Storm – 5 dead``) it is read
+    as before."""
+    cold = copy_key("Temperatures fall to \u20135C")
+    assert cold != copy_key("Temperatures fall to 5C")
+    assert cold == copy_key("Temperatures fall to -5C") == copy_key("Temperatures fall to \u20125C")
+    weather = ["Temperatures fall to \u20135C", "Temperatures fall to 5C"]
+    assert find_copies(["a", "b"], weather).groups() == []
+    assert copy_key("GDP shrinks (\u20130.5%)") == copy_key("GDP shrinks (-0.5%)")
+    season = copy_key("the 2010\u201311 season")
+    assert season == copy_key("the 2010-11 season") == copy_key("the 2010 11 season")
+    assert copy_key("Storm \u2013 5 dead") == copy_key("Storm 5 dead")
+    assert copy_key("Rain \u2013 Reuters") == copy_key("Rain")  # a dash before a source's name: as before
