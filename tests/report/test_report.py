@@ -375,6 +375,49 @@ def test_the_plain_line_trusts_clusters_by_size_warns_when_large_ones_are_weak_a
     assert "By size" not in unjudged and "topic group" not in plain_quality(RunRecord(threshold=0.9))
 
 
+@pytest.mark.parametrize(
+    ("two", "large", "weak"),
+    [(0.9, 0.8, True), (0.9, 0.75, True), (0.9, 0.81, False), (None, 0.5, False), (0.9, None, False)],
+)
+def test_the_plain_line_warns_of_weak_large_clusters_from_a_tenth_less_and_leaves_out_unjudged_sizes(
+    two: float | None, large: float | None, weak: bool
+) -> None:
+    """The large clusters are the weak ones when their pairs are the same story a tenth less often than a
+    pair's, or more (exactly a tenth warns); a size band no judged pair fell in (no clusters of two, or none
+    of five or more, in this report) is left out of the line, and warns of nothing."""
+    from nlsim.evaluation.judge import Judgement, SizePurity
+    from nlsim.report.prose import plain_quality
+
+    def band(name: str, share: float | None) -> SizePurity:
+        return SizePurity(name, 20 if share is not None else 0, int(20 * (share or 0)), share)
+
+    bands = [band("2", two), band("3+", 0.7), band("5+", large)]
+    line = plain_quality(
+        RunRecord(
+            threshold=0.9,
+            judge=Judgement("p.tsv", "validation", 120, 30, 0.7, 0.8, 0.75, purity_by_size=bands),
+        )
+    )
+    assert ("The large clusters are the weak ones" in line) is weak, line
+    assert ("clusters of 2 items" in line) is (two is not None), line
+    assert ("clusters of 5+ items" in line) is (large is not None), line
+    assert "clusters of 3+ items: about seven in ten" in line, line
+
+
+def test_the_plain_line_of_a_judgement_without_purity_figures_gives_no_sizes() -> None:
+    """A judgement recorded before the purity by cluster size was (or one whose every band is empty) says
+    nothing by size: no empty "By size" sentence."""
+    from nlsim.evaluation.judge import Judgement, SizePurity
+    from nlsim.report.prose import plain_quality
+
+    judge = Judgement("p.tsv", "validation", 120, 30, 0.7, 0.8, 0.75)
+    empty = replace(judge, purity_by_size=[SizePurity(b, 0, 0, None) for b in ("2", "3+", "5+")])
+    for j in (judge, empty):
+        line = plain_quality(RunRecord(threshold=0.9, judge=j))
+        assert "of the pairs this report groups together are truly one story" in line, line
+        assert "By size" not in line and "plain-sizes" not in line, line
+
+
 @pytest.mark.parametrize("conversion", ["tw2sp", "s2t", "none"])
 def test_each_chinese_title_is_marked_with_its_own_script_in_a_mixed_corpus(tmp_path, conversion):
     """A newsroom's day holds Traditional and Simplified headlines side by side: each title on the page is
