@@ -29,6 +29,7 @@ from nlsim.evaluation.judge import (
     judge_report,
     judge_tables,
     match_corpus,
+    purity_by_size,
     scored_pairs,
 )
 from tests.chain.test_chain import make_data
@@ -255,6 +256,17 @@ def test_purity_by_size_counts_the_judged_pairs_inside_clusters_of_each_size() -
     text = describe(j)
     bands = "2 items 1.00 (1), 3-4 items 0.00 (1), 5-9 items 0.50 (4), 10+ items undefined (0), 3+ items 0.40"
     assert f"the same story inside clusters of {bands} (5), 5+ items 0.50 (4)" in text, text
+
+
+def test_purity_by_size_keeps_each_share_to_four_decimals() -> None:
+    """Two of three judged pairs inside a cluster of three are the same story: the share run.json keeps is
+    0.6667 (four decimals, as the topic figures), not a share cut to the two decimals a line shows."""
+    bands = {
+        p.band: p
+        for p in purity_by_size([["a", "b", "c"]], [("a", "b", 1.0), ("a", "c", 1.0), ("b", "c", 0.0)])
+    }
+    assert (bands["3-4"].judged, bands["3-4"].same_story, bands["3-4"].share) == (3, 2, 0.6667)
+    assert bands["3+"].share == 0.6667 and bands["5+"].share is None
 
 
 @pytest.mark.slow
