@@ -917,3 +917,164 @@ def test_a_verdict_taken_back_is_dated_when_its_pair_left_the_pair_file(tmp_path
     assert merge_annotations(again, pairs, log=said.append).added == 1, said
     held = load_verdicts(store_path(pairs)).get(("n2", "n3"))
     assert held is not None and (held.score, held.decided_at) == (0.0, since)
+
+
+def test_a_mark_made_at_the_same_moment_as_a_merged_rows_decision_is_not_written_over_it(
+    tmp_path: Path,
+) -> None:
+    """desk's export added n2/n3 with a mark at 08:15 UTC; bob's mark of it says 16:15 in Taipei, the same
+    moment. Of two marks made at one moment the one merged first stands: desk's row stays the pair file's
+    and desk's verdict holds, bob's mark kept in its history; bob's mark is not written over desk's row as
+    a mark made before it would be."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+    merge_annotations(
+        _export(tmp_path / "marks-desk.csv", "desk", [("n2", "n3", "0", MONDAY)], "false"),
+        pairs,
+        log=lambda _: None,
+    )
+    result = merge_annotations(
+        _export(tmp_path / "marks-bob.csv", "bob", [("n2", "n3", "0.25", "2026-03-02T16:15:00+08:00")]),
+        pairs,
+        log=lambda _: None,
+    )
+    assert result.earliest == () and len(result.older) == 1, result
+    row = load_pairs(pairs).set_index("id_a").loc["n2"]
+    assert (row["score"], row["annotator"]) == (0.0, "desk")
+    held = load_verdicts(store_path(pairs)).get(("n2", "n3"))
+    assert held is not None and (held.annotator, held.score, held.overrules) == ("desk", 0.0, False)
+    assert [(d.annotator, d.superseded) for d in held.earlier] == [("bob", True)]
+
+
+def test_a_mark_written_over_a_merged_row_is_not_counted_as_merged_before(tmp_path: Path) -> None:
+    """bob's Sunday mark of n2/n3, merged after desk's Monday export added the pair, is written over desk's
+    row (as had it been merged first): the merge says so, and counts it among no decisions merged before."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+    merge_annotations(
+        _export(tmp_path / "marks-desk.csv", "desk", [("n2", "n3", "0", MONDAY)], "false"),
+        pairs,
+        log=lambda _: None,
+    )
+    said: list[str] = []
+    bob = _export(tmp_path / "marks-bob.csv", "bob", [("n2", "n3", "0.25", "2026-03-01T08:00:00Z")])
+    result = merge_annotations(bob, pairs, log=said.append)
+    assert (len(result.earliest), result.already_held, result.overruled) == (1, 0, 0), result
+    assert "merged before" not in " ".join(said), said
+
+
+def test_an_overruling_rows_note_is_not_written_into_the_pair_files_row_beside_a_mark_merged_before(
+    tmp_path: Path,
+) -> None:
+    """desk's *Export all marks* sends again n2/n3, merged before from another export, beside a new overrule
+    of n0/n1 with a note: the note is the overruling verdict's, in the verdict store; the pair file's row of
+    n0/n1 (the annotators' score) keeps its own note, and the pair file is left byte for byte."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+    first = _export(tmp_path / "marks-1.csv", "desk", [("n2", "n3", "1", MONDAY)], "false", "wire copy")
+    merge_annotations(first, pairs, log=lambda _: None)
+    before = pairs.read_bytes()
+    again = _export(
+        tmp_path / "marks-2.csv",
+        "desk",
+        [("n2", "n3", "1", MONDAY), ("n0", "n1", "0", TUESDAY)],
+        notes="wire copy",
+    )
+    table = pd.read_csv(again, dtype=str, keep_default_na=False)
+    table.loc[0, editor_file.OVERRULE] = "false"
+    table.to_csv(again, index=False)
+    result = merge_annotations(again, pairs, log=lambda _: None)
+    assert (result.merged_before, result.overruled, result.notes_updated) == (1, 1, ()), result
+    assert pairs.read_bytes() == before
+    assert (_held(pairs).annotator, _held(pairs).notes) == ("desk", "wire copy")
+
+
+def test_a_pair_merged_into_validation_is_refused_when_the_same_mark_is_merged_into_train(
+    tmp_path: Path,
+) -> None:
+    """desk's mark of n2/n3 was merged into the validation split; the same mark exported again and merged
+    into train is a pair in two splits, refused by name, not skipped as a mark merged before."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+    first = _export(tmp_path / "marks-1.csv", "desk", [("n2", "n3", "1", MONDAY)], "false")
+    merge_annotations(first, pairs, split="validation", log=lambda _: None)
+    before = pairs.read_bytes()
+    again = _export(tmp_path / "marks-2.csv", "desk", [("n2", "n3", "1", MONDAY)], "false")
+    with pytest.raises(InputError) as err:
+        merge_annotations(again, pairs, log=lambda _: None)
+    assert "already annotated" in str(err.value), err.value
+    assert pairs.read_bytes() == before
+
+
+def test_a_row_without_a_mark_time_refused_as_scored_is_offered_overrule_as_a_newer_decision(
+    tmp_path: Path,
+) -> None:
+    """desk overruled n0/n1 with a mark made on Monday; bob's older page exported n0/n1 without a mark time
+    and without the overrule cell. Refused as already annotated, the refusal names --overrule as the way to
+    merge it as the newer decision (dated when merged, it is newer), not as a mark kept in the pair's
+    history; merged with --overrule, it is the pair's verdict, and the merge names the store once."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+    _merge(pairs, "marks-1.csv", "desk", [("n0", "n1", "0", MONDAY)])
+    bob = _export(tmp_path / "bob.csv", "bob", [("n0", "n1", "0.25", None)], overrule="false")
+    with pytest.raises(InputError) as err:
+        merge_annotations(bob, pairs, log=lambda _: None)
+    said = str(err.value)
+    assert "--overrule to merge the 1 training pair(s)" in said, said
+    assert "marked before the decision that holds" not in said, said
+    said: list[str] = []
+    merge_annotations(bob, pairs, overrule=True, log=said.append)
+    assert (_held(pairs).annotator, _held(pairs).score) == ("bob", 0.25)
+    line = " ".join(said)  # the overrule names the verdict store once, not again as where verdicts are kept
+    assert "1 training pair(s) overruled" in line and "the verdicts are kept in" not in line, said
+
+
+def test_an_old_decision_without_a_mark_time_sent_again_is_not_offered_overrule(tmp_path: Path) -> None:
+    """desk overruled n0/n1 to 0, bob overruled it back to 0.75 (older exports, no mark times); desk's 0
+    sent again without the overrule cell is refused as already annotated saying --overrule would not merge
+    it either (an old decision sent again never undoes a colleague's newer one), not offering --overrule."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+    _merge(pairs, "marks-1.csv", "desk", [("n0", "n1", "0", None)])
+    _merge(pairs, "bob.csv", "bob", [("n0", "n1", "0.75", None)])
+    desk = _export(tmp_path / "marks-2.csv", "desk", [("n0", "n1", "0", None)], overrule="false")
+    with pytest.raises(InputError) as err:
+        merge_annotations(desk, pairs, log=lambda _: None)
+    said = str(err.value)
+    assert "--overrule would not merge either" in said and "--overrule to merge" not in said, said
+
+
+def test_a_note_edited_on_a_merged_rows_mark_a_colleague_overruled_since_is_kept_with_that_mark(
+    tmp_path: Path,
+) -> None:
+    """desk's export added n2/n3 with a note; bob overruled it on Tuesday. desk's page sends the Monday
+    mark again, its note edited since: the edited note is kept with desk's decision among the earlier ones
+    in the verdict store (bob's decision, which stands, keeps its own note), and said so."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+    desk = _export(tmp_path / "marks-1.csv", "desk", [("n2", "n3", "1", MONDAY)], "false", "same flood")
+    merge_annotations(desk, pairs, log=lambda _: None)
+    bob = _export(tmp_path / "bob.csv", "bob", [("n2", "n3", "0", TUESDAY)], notes="two floods")
+    merge_annotations(bob, pairs, log=lambda _: None)
+    edited = _export(
+        tmp_path / "marks-2.csv", "desk", [("n2", "n3", "1", MONDAY)], notes="same flood, upriver"
+    )
+    result = merge_annotations(edited, pairs, log=lambda _: None)
+    assert len(result.renoted_earlier) == 1 and result.overruled == 0, result
+    held = load_verdicts(store_path(pairs)).get(("n2", "n3"))
+    assert held is not None and (held.annotator, held.notes) == ("bob", "two floods")
+    assert [(d.annotator, d.notes) for d in held.earlier] == [("desk", "same flood, upriver")]
+
+
+def test_the_same_export_merged_again_after_a_colleagues_overrule_is_refused_not_merged_as_nothing_new(
+    tmp_path: Path,
+) -> None:
+    """desk's marks-1.csv overruled n0/n1 on Monday, bob overruled it back on Tuesday. The same file merged
+    again (its row not marked overrule) is refused as already annotated, as the same file merged again
+    always is, saying desk's decision was merged before and bob's stands; another export of desk's marks
+    sending the Monday mark again is merged as nothing new. The store is not changed by either."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+    _merge(pairs, "marks-1.csv", "desk", [("n0", "n1", "0", MONDAY)])
+    _merge(pairs, "bob.csv", "bob", [("n0", "n1", "0.75", TUESDAY)])
+    store = store_path(pairs).read_bytes()
+    same = _export(tmp_path / "marks-1.csv", "desk", [("n0", "n1", "0", MONDAY)], overrule="false")
+    with pytest.raises(InputError) as err:
+        merge_annotations(same, pairs, log=lambda _: None)
+    assert "already annotated" in str(err.value) and "was merged before (nothing new)" in str(err.value)
+    other = _export(tmp_path / "marks-2.csv", "desk", [("n0", "n1", "0", MONDAY)], overrule="false")
+    result = merge_annotations(other, pairs, log=lambda _: None)
+    assert (result.already_held, len(result.overruled_since)) == (1, 1), result
+    assert store_path(pairs).read_bytes() == store and _held(pairs).annotator == "bob"
