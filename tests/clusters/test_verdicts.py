@@ -47,6 +47,40 @@ def test_only_training_verdicts_act(tmp_path: Path) -> None:
     assert len(v) == 3 and len(v.acting()) == 1
 
 
+def test_a_verdicts_text_is_compared_by_hash_only_where_it_has_one_and_around_white_space() -> None:
+    """A verdict kept before the text hashes were has no text to compare, so no text of it changed; one
+    given on a headline is not changed by white space around it, or by a tab or line break inside it read as
+    one space (as a merge writes a TSV row)."""
+    from nlsim.io.editor_file import text_sha256
+
+    assert Verdict("a", "b", 0.0).text_changed({"a": "Floods", "b": "Storm"}) == []
+    hashed = Verdict("a", "b", 0.0, sha256_a=text_sha256("Floods north"), sha256_b=text_sha256("Storm"))
+    assert hashed.text_changed({"a": " Floods north ", "b": "Storm\n"}) == []
+    assert hashed.text_changed({"a": "Floods\tnorth"}) == []
+    assert hashed.text_changed({"a": "Floods south", "b": "Storms"}) == ["a", "b"]
+
+
+def test_a_verdict_table_has_a_notes_column_only_while_a_verdict_has_a_note() -> None:
+    """A daily state's verdict table without a note is written as before notes were kept (no notes column);
+    one with a note gives it in the column."""
+    plain = Verdicts.from_records([Verdict("a", "b", 0.0)]).frame()
+    assert "notes" not in plain.columns and list(plain.columns)[-1] == "earlier"
+    noted = Verdicts.from_records([Verdict("a", "b", 0.0), Verdict("c", "d", 1.0, notes="wire copy")]).frame()
+    assert noted["notes"].tolist() == ["", "wire copy"]
+
+
+@pytest.mark.parametrize("score", ["true", "false", "1.5", "-0.25", '"1"'])
+def test_an_earlier_decision_whose_score_is_no_number_in_0_1_is_refused(score: str) -> None:
+    """An earlier decision's score is a number in [0, 1]: JSON's true or false is no score (Python would read
+    it as 1 or 0), nor is a number outside [0, 1] or a number written as text."""
+    from nlsim.clusters.verdicts.records import Decision
+
+    cell = '[{"score": ' + score + ', "annotator": "", "source": "p.tsv", "decided_at": ""}]'
+    with pytest.raises(ValueError, match="is not a number in"):
+        Decision.from_cell(cell)
+    assert Decision.from_cell(cell.replace(score, "1"))[0].score == 1.0
+
+
 @pytest.mark.parametrize(
     ("row", "field"),
     [
