@@ -1078,3 +1078,78 @@ def test_the_same_export_merged_again_after_a_colleagues_overrule_is_refused_not
     result = merge_annotations(other, pairs, log=lambda _: None)
     assert (result.already_held, len(result.overruled_since)) == (1, 1), result
     assert store_path(pairs).read_bytes() == store and _held(pairs).annotator == "bob"
+
+
+def test_an_overrule_without_a_note_is_shown_without_the_note_of_the_row_it_overrules(tmp_path: Path) -> None:
+    """desk's export added n2/n3 with a note; bob overruled it without one. The note in the pair file's row
+    is desk's, on the decision bob overruled: bob's verdict is shown without a note, not with desk's."""
+    from nlsim.clusters.verdicts import check_store
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    desk = _export(tmp_path / "marks-1.csv", "desk", [("n2", "n3", "1", MONDAY)], "false", "same flood")
+    merge_annotations(desk, pairs, log=lambda _: None)
+    merge_annotations(
+        _export(tmp_path / "bob.csv", "bob", [("n2", "n3", "0", TUESDAY)]), pairs, log=lambda _: None
+    )
+    shown = check_store(pairs).shown().get(("n2", "n3"))
+    assert shown is not None and (shown.annotator, shown.notes) == ("bob", "")
+
+
+def test_a_verdict_taken_back_and_decided_again_leaves_the_store_in_step(tmp_path: Path) -> None:
+    """desk's n2/n3 taken back (its pair removed from the pair file, the store written), then marked again
+    since, a new decision merged: the store holds the new verdict and keeps no taking back of its pair, so
+    ``nlsim annotate verdicts`` finds it in step."""
+    from nlsim.annotation.merge import check_verdicts
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    merge_annotations(
+        _export(tmp_path / "marks-1.csv", "desk", [("n2", "n3", "1", MONDAY)], "false"),
+        pairs,
+        log=lambda _: None,
+    )
+    kept = [line for line in pairs.read_text(encoding="utf-8").splitlines(True) if "\tn2\tn3\t" not in line]
+    pairs.write_text("".join(kept), encoding="utf-8")
+    check_verdicts(pairs, write=True, log=lambda _: None)
+    assert "n2" in store_path(pairs).read_text(encoding="utf-8")  # kept as taken back
+    later = (dt.datetime.now(dt.UTC) + dt.timedelta(minutes=2)).isoformat()
+    again = _export(tmp_path / "marks-2.csv", "desk", [("n2", "n3", "0", later)], overrule="false")
+    assert merge_annotations(again, pairs, log=lambda _: None).added == 1
+    lines: list[str] = []
+    assert check_verdicts(pairs, log=lines.append).in_step, lines
+    assert store_path(pairs).read_text(encoding="utf-8").count(",n2,n3,") == 1
+
+
+def test_a_pair_put_back_into_the_pair_file_by_hand_is_no_longer_taken_back(tmp_path: Path) -> None:
+    """desk's n2/n3 taken back (its pair removed from the pair file, the store written), then its row put
+    back by hand: the pair file holds the pair again, so its verdict holds again and nothing of it is taken
+    back; desk's Monday export merged again is skipped as merged before, not left out as taken back."""
+    from nlsim.annotation.merge import check_verdicts
+    from nlsim.clusters.verdicts import check_store
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    monday = _export(tmp_path / "marks-1.csv", "desk", [("n2", "n3", "1", MONDAY)], overrule="false")
+    merge_annotations(monday, pairs, log=lambda _: None)
+    whole = pairs.read_bytes()
+    kept = [line for line in pairs.read_text(encoding="utf-8").splitlines(True) if "\tn2\tn3\t" not in line]
+    pairs.write_text("".join(kept), encoding="utf-8")
+    check_verdicts(pairs, write=True, log=lambda _: None)
+    assert check_store(pairs).verdicts.get(("n2", "n3")) is None
+    pairs.write_bytes(whole)  # put back by hand
+    check = check_store(pairs)
+    assert check.taken_back == () and check.verdicts.get(("n2", "n3")) is not None
+    again = _export(tmp_path / "marks-2.csv", "desk", [("n2", "n3", "1", MONDAY)], overrule="false")
+    result = merge_annotations(again, pairs, log=lambda _: None)
+    assert (result.taken_back, result.merged_before) == ((), 1), result
+
+
+def test_a_pair_file_changed_in_the_future_dates_its_verdicts_taken_back_now(tmp_path: Path) -> None:
+    """A pair file whose last change is dated in the future (a clock set wrong): its verdicts taken back
+    are dated now, never later, so a mark made in between is not left out as made before."""
+    from nlsim.clusters.verdicts.pair_file import taken_back_at
+
+    f = tmp_path / "news.tsv"
+    f.write_text("pair_id\n", encoding="utf-8")
+    ahead = (dt.datetime.now(dt.UTC) + dt.timedelta(days=2)).timestamp()
+    os.utime(f, (ahead, ahead))
+    got = dt.datetime.fromisoformat(taken_back_at(f))
+    assert got <= dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1)

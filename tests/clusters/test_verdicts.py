@@ -234,6 +234,114 @@ def test_a_verdict_the_pair_file_does_not_hold_never_acts(tmp_path: Path) -> Non
     assert _acting(pairs) == (frozenset(), {("n0", "n1")})
 
 
+def test_a_verdict_whose_pair_was_moved_out_of_training_by_hand_takes_the_split_and_acts_no_more(
+    tmp_path: Path,
+) -> None:
+    """A merged training pair moved to the validation split in the pair file by hand: its verdict takes the
+    pair file's split (said as corrected) and no longer acts on the clusters (a validation pair used as a
+    constraint would put the editors' answer into what the report is judged on)."""
+    from nlsim.clusters.verdicts import check_store
+
+    pairs = _pair_file(tmp_path / "news.tsv")
+    _merge(pairs, [("n0", "n1", "0"), ("n2", "n3", "1")])
+    lines = pairs.read_text(encoding="utf-8").splitlines()
+    lines = [ln.replace("\ttrain\t", "\tvalidation\t") if "\tn0\tn1\t" in ln else ln for ln in lines]
+    pairs.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    check = check_store(pairs)
+    assert [(v.key, v.split) for v in check.corrected] == [(("n0", "n1"), "validation")]
+    assert check.verdicts.get(("n0", "n1")).split == "validation"  # type: ignore[union-attr]
+    assert _acting(pairs) == ({("n2", "n3")}, frozenset())
+
+
+def test_only_a_merges_stratum_marks_a_pair_file_row_as_merged() -> None:
+    """A row is a merged pair when its stratum is a merge's (``editor-loop``, or ``editor-loop:`` and a
+    batch), not a stratum that only begins with those letters."""
+    from nlsim.clusters.verdicts import pair_rows
+
+    strata = ["editor-loop", "editor-loop:batch1", "editor-looped", "lex-high"]
+    table = pd.DataFrame(
+        {
+            "id_a": ["a", "c", "e", "g"],
+            "id_b": ["b", "d", "f", "h"],
+            "text_a": "x",
+            "text_b": "y",
+            "score": 1.0,
+            "split": "train",
+            "stratum": strata,
+        }
+    )
+    assert [r.merged for r in pair_rows(table).values()] == [True, True, False, False]
+
+
+def test_a_merged_pair_whose_row_is_gone_from_the_middle_of_the_store_is_rebuilt(tmp_path: Path) -> None:
+    """Three merges, and the store's row of the second lost (deleted by hand): the store holds merged pairs
+    on from the first merge, so the second's pair is rebuilt from the pair file, the others kept as merged."""
+    from nlsim.clusters.verdicts import check_store
+
+    pairs = _pair_file(tmp_path / "news.tsv")
+    for i, (a, b) in enumerate([("n0", "n1"), ("n2", "n3"), ("n4", "n5")]):
+        _merge(pairs, [(a, b, "0")], name=f"m{i}.csv")
+    store = store_path(pairs)
+    lines = store.read_text(encoding="utf-8").splitlines(True)
+    store.write_text("".join(ln for ln in lines if ",n2,n3," not in ln), encoding="utf-8")
+    check = check_store(pairs)
+    assert [v.key for v in check.rebuilt] == [("n2", "n3")]
+    assert {v.key: v.source for v in check.verdicts.records} == {
+        ("n0", "n1"): "m0.csv",
+        ("n4", "n5"): "m2.csv",
+        ("n2", "n3"): "",
+    }
+
+
+def test_todays_store_stands_over_a_store_under_an_earlier_name_on_one_pair(tmp_path: Path) -> None:
+    """A verdict on one pair in both today's store and a store under the name an earlier nlsim gave it: the
+    verdict of today's store holds; the earlier store's is not taken in."""
+    from nlsim.clusters.verdicts import check_store
+
+    pairs = _pair_file(tmp_path / "news.tsv")
+    _merge(pairs, [("n0", "n1", "0")])
+    (tmp_path / "news.verdicts.csv").write_text(V1_HEADER + ",n0,n1,0,train,old,old.csv,\n", encoding="utf-8")
+    check = check_store(pairs)
+    held = check.verdicts.get(("n0", "n1"))
+    assert held is not None and (held.annotator, held.source) == ("desk", "marks.csv")
+    assert check.migrated == ()
+
+
+def test_a_verdict_whose_pair_the_pair_file_scores_off_the_rubric_is_dropped_not_taken_back(
+    tmp_path: Path,
+) -> None:
+    """A merged pair whose score in the pair file was changed by hand to one no editor gives (0.625, the
+    mean of annotators' levels): its verdict does not act, but its pair is still in the pair file, so it is
+    not among the verdicts taken back when the store is written."""
+    from nlsim.clusters.verdicts import check_store
+
+    pairs = _pair_file(tmp_path / "news.tsv")
+    _merge(pairs, [("n0", "n1", "0")])
+    lines = pairs.read_text(encoding="utf-8").splitlines()
+    lines = [ln.replace("\t0\ttrain\t", "\t0.625\ttrain\t") if "\tn0\tn1\t" in ln else ln for ln in lines]
+    pairs.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    check = check_store(pairs)
+    assert [v.key for v in check.dropped] == [("n0", "n1")] and check.gone == ()
+
+
+def test_a_verdict_kept_with_one_texts_hash_is_given_both_from_the_pair_file(tmp_path: Path) -> None:
+    """A store row with the hash of one text and not the other (written so by hand): the verdict is given
+    the hashes of both its pair's texts in the pair file, as a verdict kept before the hashes were is, so
+    the text of neither item goes unchecked."""
+    from nlsim.clusters.verdicts import check_store
+    from nlsim.io.editor_file import text_sha256
+
+    pairs = _pair_file(tmp_path / "news.tsv")
+    _merge(pairs, [("n0", "n1", "0")])
+    one = text_sha256(TITLES["n0"])
+    header = V1_HEADER.rstrip("\n") + ",sha256_a,sha256_b\n"
+    store_path(pairs).write_text(header + f",n0,n1,0,train,desk,marks.csv,,{one},\n", encoding="utf-8")
+    check = check_store(pairs)
+    held = check.verdicts.get(("n0", "n1"))
+    assert held is not None and (held.sha256_a, held.sha256_b) == (one, text_sha256(TITLES["n1"]))
+    assert check.hashed == 1
+
+
 def test_a_lost_or_cut_store_is_rebuilt_from_the_pair_file(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
