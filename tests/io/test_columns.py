@@ -233,3 +233,75 @@ def test_an_item_column_and_a_cluster_column_declared_once_reach_files_state_art
         )
         column = head.index("language")
         assert [row[column] for row in cells] == ["lang-" + m for m in first["member_ids"]], cells
+
+
+def test_only_a_source_of_item_and_a_dot_reduces() -> None:
+    """``items.title`` (the table's name for its column) or ``itemtitle`` is no ``item.<column>`` source."""
+    for source in ("items.title", "itemtitle"):
+        with pytest.raises(ValueError, match="only an item"):
+            Column("x", pa.string(), source, "x", reduce="min")
+
+
+def test_an_empty_table_holds_each_column_in_its_declared_dtype() -> None:
+    """Scores stay float32 as the search writes them, counts int64, times UTC, flags bool."""
+    pairs, clusters, members = (columns.table(n).empty() for n in ("pairs", "clusters", "members"))
+    assert pairs["similarity"].dtype == "float32" and clusters["mean_similarity"].dtype == "float32"
+    assert (
+        clusters["size"].dtype == "int64" and str(clusters["first_published"].dtype) == "datetime64[ns, UTC]"
+    )
+    assert members["added"].dtype == "bool" and pairs["title_a"].dtype == object
+    assert Column("x", pa.float64(), "score", "x", "number").dtype == "float64"
+    assert Column("x", pa.int32(), "cluster", "x", "integer").dtype == "int64"
+
+
+def test_a_link_is_an_absolute_http_url_of_a_host_in_any_case_up_to_4096_characters() -> None:
+    longest = "https://example.com/" + "a" * (4096 - len("https://example.com/"))
+    assert columns.safe_url(longest) == longest and columns.safe_url(longest + "a") is None
+    assert columns.safe_url("HTTPS://Example.com/A") == "HTTPS://Example.com/A"
+    for hostless in ("https:///a", "http:example.com", "https:"):
+        assert columns.safe_url(hostless) is None, hostless
+
+
+def test_a_list_that_fills_a_spreadsheet_cell_exactly_is_kept_whole_and_one_cut_keeps_what_fits() -> None:
+    limit = columns.SHEET_CELL_CHARACTERS
+    whole = ["x" * (limit - 3), "y"]  # 32764 + ", " + 1: the cell's 32767 characters
+    assert columns.sheet_list_values(whole) == whole and columns._sheet_list(whole) == ", ".join(whole)
+    room = limit - columns.cell_length(", … (3 in all)")
+    first, second = "x" * 100, "y" * (room - 100 - 2)  # the two and the ", " between them fill the room
+    assert columns.sheet_list_values([first, second, "z" * 100]) == [first, second]
+    assert columns.cell_length("\uffff") == 1 and columns.cell_length("\U00010000") == 2
+
+
+def test_a_list_value_that_begins_as_a_cut_cell_ends_is_in_quotes() -> None:
+    """``…`` ends a list cut short (``a, … (3000 in all)``): a value beginning with it is quoted."""
+    assert columns.sheet_list_value("… and more") == '"… and more"'
+    assert columns.sheet_list_value("more …") == "more …"
+
+
+def test_the_page_shows_a_time_without_a_zone_as_utc_and_a_repeated_half_hour_with_its_offset() -> None:
+    from zoneinfo import ZoneInfo
+
+    assert columns.page_time("2024-08-01 20:30", ZoneInfo("Asia/Taipei")) == "2024-08-02 04:30"
+    howe = ZoneInfo("Australia/Lord_Howe")  # its clocks go back half an hour, 02:00 to 01:30
+    assert columns.page_time("2024-04-06T14:45Z", howe) == "2024-04-07 01:45 (UTC+11:00)"
+    assert columns.page_time("2024-04-06T15:15Z", howe) == "2024-04-07 01:45 (UTC+10:30)"
+
+
+def test_a_short_table_cuts_a_text_past_120_characters_and_a_list_past_10_items() -> None:
+    spec = columns.table("clusters")
+    frame = pd.DataFrame(
+        {
+            "cluster_id": ["c-1", "c-2"],
+            "representative_title": ["x" * 120, "y" * 121],
+            "added_ids": [[f"n{i}" for i in range(10)], [f"n{i}" for i in range(11)]],
+        }
+    )
+    kept, cut = columns.summary_rows(frame, spec)
+    assert kept["representative"] == "x" * 120 and kept["added"] == ", ".join(f"n{i}" for i in range(10))
+    assert cut["representative"] == "y" * 119 + "…" and cut["added"].endswith("n9, … (11 in all)")
+
+
+def test_a_missing_time_in_a_list_or_number_cell_is_none_on_the_page() -> None:
+    assert columns.page_list(pd.NaT) == [] and columns.page_list(None) == []
+    size = columns.table("clusters").column("size")
+    assert columns.page_value(size, pd.NaT) is None and columns.page_value(size, 3) == 3
