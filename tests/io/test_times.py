@@ -104,3 +104,31 @@ def test_a_unix_date_whose_zone_is_the_letter_t_is_refused_naming_it():
     assert check_time("Sun Dec  6 21:09:58 Z 2026").time == pd.Timestamp("2026-12-06T21:09:58Z")
     reason = check_time("Sun Dec  6 21:09:58 T 2026").reason or ""
     assert "names its zone 'T', not an offset" in reason, reason
+
+
+@pytest.mark.parametrize("written", ["2026-09-06 (日)", "2026-09-06 Sun", "2026年9月6日(日)"])
+def test_a_date_and_its_day_of_the_week_on_a_day_whose_midnight_is_skipped_is_its_first_instant(written):
+    """Santiago's clocks skip 00:00 of 2026-09-06: the day, written with its day of the week, begins at
+    01:00 (04:00 UTC) as the date alone does, where a time of day at 00:00 is refused."""
+    santiago = ZoneInfo("America/Santiago")
+    assert check_time(written, santiago).time == pd.Timestamp("2026-09-06T04:00Z")
+    assert "skip it" in (check_time("2026-09-06 00:00", santiago).reason or "")
+
+
+def test_a_stored_date_in_january_1970_is_a_date_and_a_stored_time_is_checked_in_utc():
+    """A stored date has no unit to slip (only a timestamp does); a stored timestamp with an offset lies
+    in the first weeks of 1970 by its instant (1970-03-01 05:00+08:00 is 1970-02-28 21:00 UTC)."""
+    assert check_time(dt.date(1970, 1, 15)).time == pd.Timestamp("1970-01-15T00:00Z")
+    stored = pd.Timestamp("1970-03-01 05:00", tz="Asia/Taipei")
+    assert "first weeks of 1970" in (check_time(stored).reason or "")
+
+
+def test_24_00_with_a_fraction_of_zeros_is_the_end_of_the_day():
+    reason = check_time("2024-05-01T24:00:00.000").reason or ""
+    assert "is at 24:00, the end of its day" in reason and "2024-05-02T00:00:00" in reason, reason
+
+
+@pytest.mark.parametrize("written", ["1970-01-01 0:00", "1900-01-01T0:00:00"])
+def test_a_zero_date_at_midnight_written_with_a_one_digit_hour_is_a_placeholder_on_any_clock(written):
+    """On Taipei's clock such a time is 16:00 UTC the day before, no Unix time of 0: the text says it."""
+    assert placeholder_time(written, check_time(written, TAIPEI).time, TAIPEI)
