@@ -808,7 +808,7 @@ def _offset_reason(text: str, ymd: str) -> str | None:
 
 
 END_OF_DAY = re.compile(
-    r"(?P<year>\d{4})[-/.]?(?P<month>\d{1,2})[-/.]?(?P<day>\d{1,2})(\s*T\s*|,?\s+)24(:?00(:?00([.,]0+)?)?)?(?![\d:])"
+    r"(?P<year>\d{4})[-/.]?(?P<month>\d{1,2})[-/.]?(?P<day>\d{1,2})(\s*T\s*|,?\s+)24(:?00(:?00([.,]0+)?)?)?(?![\d:.,])"
 )
 """A year-first time at 24:00, the end of its day (``2024-05-01T24:00:00``, ``20240501T2400``, and
 ``2024年5月1日 24時`` read as ``2024-5-1 24:00``): ISO 8601 lets a day end so, the date parser reads hours 0

@@ -132,3 +132,11 @@ def test_24_00_with_a_fraction_of_zeros_is_the_end_of_the_day():
 def test_a_zero_date_at_midnight_written_with_a_one_digit_hour_is_a_placeholder_on_any_clock(written):
     """On Taipei's clock such a time is 16:00 UTC the day before, no Unix time of 0: the text says it."""
     assert placeholder_time(written, check_time(written, TAIPEI).time, TAIPEI)
+
+
+@pytest.mark.parametrize("written", ["2024-05-01T24:00:00.5", "2024-05-01 24:00:00,25+08:00"])
+def test_24_00_and_a_fraction_of_a_second_is_no_time_not_the_end_of_the_day(written):
+    """Half a second past 24:00 is no time of day; it was named as 24:00, to be written as the next day's
+    00:00, which is another time."""
+    reason = check_time(written).reason or ""
+    assert "hour must be in 0..23" in reason and "end of its day" not in reason, reason
