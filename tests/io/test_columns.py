@@ -305,3 +305,27 @@ def test_a_missing_time_in_a_list_or_number_cell_is_none_on_the_page() -> None:
     assert columns.page_list(pd.NaT) == [] and columns.page_list(None) == []
     size = columns.table("clusters").column("size")
     assert columns.page_value(size, pd.NaT) is None and columns.page_value(size, 3) == 3
+
+
+def test_a_frame_conforms_to_its_table_with_times_in_utc_and_missing_cells_empty() -> None:
+    """Times of several offsets are one UTC column; a missing text is null (never the text ``None``), a
+    missing list an empty one."""
+    frame = pd.DataFrame(
+        {
+            "cluster_id": ["c-1", None],
+            "member_ids": [["a"], None],
+            "first_published": ["2024-05-01T08:00+08:00", "2024-05-01T08:00Z"],
+        }
+    )
+    got = columns.conform(frame, columns.table("clusters")).to_pydict()
+    assert [pd.Timestamp(t) for t in got["first_published"]] == [
+        pd.Timestamp("2024-05-01T00:00Z"),
+        pd.Timestamp("2024-05-01T08:00Z"),
+    ]
+    assert got["cluster_id"] == ["c-1", None] and got["member_ids"] == [["a"], []]
+
+
+def test_the_pages_column_spec_names_a_reduction_only_where_there_is_one_and_scores_round_to_4() -> None:
+    spec = {c["name"]: c for c in columns.page_spec(columns.table("clusters"))}
+    assert "reduce" not in spec["cluster_id"] and spec["first_published"]["reduce"] == "min"
+    assert columns.page_number(0.123456) == 0.1235 and columns.page_number(0.123456, 6) == 0.123456
