@@ -177,3 +177,83 @@ def test_a_cluster_whose_members_no_group_holds_any_more_dissolves_as_in_a_batch
         assert "a" not in d2.assignment and "b" not in d2.assignment
         assert d2.dissolved == {"c-a": ["a", "b"]}
         assert ["c-a", "dissolved"] in d2.events[["cluster_id", "status"]].values.tolist()
+
+
+def test_a_pair_inside_one_cluster_changes_nothing_and_reports_nothing() -> None:
+    """A day's pair between two members of one cluster (a day searched again finds them again) leaves the
+    cluster as it was: no event, no ``grown`` without an item added."""
+    keys = _keys({"a": 1, "b": 2, "c": 3})
+    d1 = update_clusters({}, {}, keys, new_ids=["a", "b", "c"], pairs=[("a", "b"), ("b", "c")])
+    d2 = update_clusters(d1.assignment, d1.anchors, keys, new_ids=[], pairs=[("a", "c")])
+    assert d2.assignment == d1.assignment and d2.anchors == d1.anchors
+    assert d2.events.empty and d2.merged_into == {}
+
+
+def test_a_group_of_one_item_is_no_cluster() -> None:
+    """A rule's group of a single item (the topic groups pass them on) names no cluster: the item stays
+    alone, as in a batch run, on a first day and on a day the rule parts a cluster into items alone (c-a
+    dissolves; a and b are not clusters of one)."""
+    keys = _keys({"a": 1, "b": 2, "c": 3, "d": 4})
+    d1 = assign_groups({}, {}, keys, groups=[["a", "b"], ["c"]], new_ids=["a", "b", "c"])
+    assert d1.assignment == {"a": "c-a", "b": "c-a"}
+    assert d1.events[["cluster_id", "status"]].values.tolist() == [["c-a", "new"]]
+    d2 = assign_groups(d1.assignment, d1.anchors, keys, groups=[["a"], ["b"], ["c", "d"]], new_ids=["d"])
+    assert d2.assignment == {"c": "c-c", "d": "c-c"}
+    assert d2.dissolved == {"c-a": ["a", "b"]}
+
+
+def test_the_last_kept_member_of_a_cluster_follows_its_group_into_an_earlier_cluster() -> None:
+    """c-a's key member a expired and x is its one kept member; today's rule puts x in c-p's group, while
+    c-m comes apart (so the groups do not only grow). x joins c-p (c-a merged into it): it is not left in
+    a c-a of its own beside its group."""
+    keys = _keys({"p": 1, "a": 2, "q": 3, "x": 4, "m": 5, "n": 6})
+    previous = {"p": "c-p", "q": "c-p", "x": "c-a", "m": "c-m", "n": "c-m"}
+    anchors = {"c-p": keys["p"], "c-a": keys["a"], "c-m": keys["m"]}
+    kept_keys = {i: k for i, k in keys.items() if i != "a"}
+    d = assign_groups(previous, anchors, kept_keys, groups=[["p", "q", "x"]], new_ids=[])
+    assert d.assignment == {"p": "c-p", "q": "c-p", "x": "c-p"}
+    assert d.merged_into == {"c-a": "c-p"} and d.dissolved == {"c-m": ["m", "n"]}
+
+
+def test_a_verdict_that_splits_a_cluster_in_two_equal_pieces_leaves_the_id_with_its_key_member() -> None:
+    """c-a holds a, b, c, d; editors say a and c are not the same story and the rule makes {a, b} and
+    {c, d}: the pieces are as large, and the id stays with the piece holding its key member a."""
+    keys = _keys({"a": 1, "b": 2, "c": 3, "d": 4})
+    d1 = assign_groups({}, {}, keys, groups=[list("abcd")], new_ids=list("abcd"))
+    groups = [["a", "b"], ["c", "d"]]
+    d2 = assign_groups(d1.assignment, d1.anchors, keys, groups=groups, new_ids=[], apart={("a", "c")})
+    assert d2.assignment == {"a": "c-a", "b": "c-a", "c": "c-c", "d": "c-c"}
+
+
+def test_an_old_item_read_again_with_a_corrected_text_names_its_piece_as_it_would_unchanged() -> None:
+    """b (in c-a) comes again with a corrected text and the rule splits it off with y, an older item that
+    was alone: the piece is c-b, as it is when b's text is unchanged and as a batch run names it, not c-y."""
+    keys = _keys({"a": 1, "b": 2, "c": 3, "y": 4})
+    previous = {"a": "c-a", "b": "c-a", "c": "c-a"}
+    groups = [["a", "c"], ["b", "y"]]
+    for new_ids in (["b"], []):
+        d = assign_groups(previous, {"c-a": keys["a"]}, keys, groups=groups, new_ids=new_ids)
+        assert d.assignment == {"a": "c-a", "c": "c-a", "b": "c-b", "y": "c-b"}
+
+
+def test_a_cluster_whose_key_member_went_to_another_cluster_stays_with_most_of_its_members() -> None:
+    """After a verdict split a off c-a (b, c, d kept the id) a joined e in c-e. When the groups change
+    again (c-p comes apart), c-a stays with b, c and d, where most of its members are, and c-e with a and
+    e: the id does not follow its former key member a."""
+    keys = _keys({"a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "p": 6, "q": 7})
+    previous = {"a": "c-e", "e": "c-e", "b": "c-a", "c": "c-a", "d": "c-a", "p": "c-p", "q": "c-p"}
+    anchors = {"c-a": keys["a"], "c-e": keys["e"], "c-p": keys["p"]}
+    d = assign_groups(previous, anchors, keys, groups=[["b", "c", "d"], ["a", "e"]], new_ids=[])
+    assert d.assignment == {"b": "c-a", "c": "c-a", "d": "c-a", "a": "c-e", "e": "c-e"}
+    assert d.dissolved == {"c-p": ["p", "q"]}
+
+
+def test_regroup_reports_no_cluster_whose_members_all_left_the_window_as_dissolved() -> None:
+    """After a model change, c-a's members a and b are no longer in the window (they expired): c-a just
+    ends, with no dissolved event and no empty list of former members."""
+    keys = _keys({"c": 3, "d": 4})
+    previous = {"a": "c-a", "b": "c-a", "c": "c-c", "d": "c-c"}
+    anchors = {"c-a": order_key_of(T, "a"), "c-c": keys["c"]}
+    up = regroup(previous, anchors, keys, pairs=[("c", "d")])
+    assert up.assignment == {"c": "c-c", "d": "c-c"}
+    assert up.dissolved == {} and up.events.empty
