@@ -204,3 +204,125 @@ def test_the_model_reads_a_text_without_its_control_and_format_characters(tmp_pa
     assert read[: len(DAMAGED) + 1] == [CLEAN] * (len(DAMAGED) + 1), read
     assert batch_window(corpus).texts([len(titles) - 1], "tw2sp") == ["台风 来了，全台停班"]
     assert corpus.frame["title"].tolist() == titles  # as written, for the report
+
+
+def test_an_item_retained_from_the_cutoff_itself_is_in_the_window() -> None:
+    """The window starts at the cutoff: a kept item retained from that very instant stays, and a new item
+    of that instant is added (``new``), not refused as too old; a moment earlier, both are out."""
+    cutoff = T - pd.Timedelta(days=30)
+    kept = _items([("a", "h1", 30), ("b", "h2", 31)])
+    assert expire(kept, cutoff) == {"b"}
+    today = _items([("x", "h3", 30), ("y", "h4", 31)])
+    assert classify(today, kept, cutoff).status.tolist() == ["new", "too_old"]
+
+
+def test_a_later_days_copy_that_expires_today_does_not_hold_back_an_older_days_row() -> None:
+    """x's kept copy was read by a later day (``keep``) but expires today: the older day's row, dated within
+    the window, comes in as a new item, not skipped for a copy that is leaving the window."""
+    cutoff = T - pd.Timedelta(days=30)
+    kept = _items([("x", "h1", 40), ("k", "h2", 1)])
+    today = _items([("x", "other", 0), ("k", "other", 1)])
+    got = classify(today, kept, cutoff, keep=frozenset({"x", "k"}))
+    assert got.status.tolist() == ["new", "skipped"]
+    assert got.held == ("k",) and today["id"][got.todo].tolist() == ["x"]
+
+
+def test_the_reference_time_never_moves_back_and_stands_still_on_a_day_without_news() -> None:
+    """The state's clock is the latest time seen: an ``--as-of`` equal to it is taken (a day run again with
+    the same ``--as-of``), a day whose items are all earlier leaves it where it was, and so does a day
+    without news, whatever its ``--date``."""
+    import datetime as dt
+    from types import SimpleNamespace
+
+    from nlsim.dedup.window import _as_of
+
+    clock = pd.Timestamp("2024-03-10T12:00Z")
+    state = SimpleNamespace(as_of=clock)
+    pinned = SimpleNamespace(as_of=clock.isoformat())
+    assert _as_of(pinned, state, pd.Series([], dtype="datetime64[ns, UTC]")) == clock
+    unpinned = SimpleNamespace(as_of=None)
+    earlier = pd.Series(pd.to_datetime(["2024-03-09T08:00Z"], utc=True))
+    assert _as_of(unpinned, state, earlier) == clock
+    quiet = pd.Series([], dtype="datetime64[ns, UTC]")
+    assert _as_of(unpinned, state, quiet) == clock
+    assert _as_of(unpinned, state, quiet, "UTC", dt.date(2024, 3, 12)) == clock
+
+
+def test_a_changed_item_takes_its_kept_date_and_a_new_undated_item_keeps_its_own_retention() -> None:
+    """c comes again without its date (it keeps the kept one); u, new today and undated, is kept from the
+    time it was first seen: taking kept dates for c gives u none (it would never expire)."""
+    from nlsim.dedup.window import keep_kept
+
+    seen = T + pd.Timedelta(hours=6)
+    kept = _items([("c", "h1", 2)]).assign(title="t", source="s", url="http://c")
+    add = _items([("c", "new text", 0), ("u", "h2", 0)], undated=("c", "u"))
+    add = add.assign(title="t", source="s", url="", retain_from=[seen, seen])
+    got = keep_kept(add, kept, {"c"})
+    assert got["published_at"].tolist()[0] == T - pd.Timedelta(days=2)
+    assert got["retain_from"].tolist() == [T - pd.Timedelta(days=2), seen]
+    assert pd.isna(got["published_at"].iloc[1])
+
+
+def test_a_changed_item_keeps_the_run_that_first_saw_it() -> None:
+    """An item whose text changed is embedded again today but was first seen by an earlier run: its
+    ``first_seen_run`` stays that run's (the run a day sent again is told by); a new item's is today's."""
+    from nlsim.dedup.window import _window_items
+
+    kept = _items([("a", "h1", 2), ("b", "h2", 2)]).assign(first_seen_run="r1", embedded_run="r1")
+    today = _items([("a", "new text", 0), ("n", "h3", 0)])
+    classified = classify(today, kept, None)
+    items, _, n_base = _window_items(kept, today, classified, "r2")
+    assert n_base == 1
+    assert dict(zip(items["id"], items["first_seen_run"], strict=True)) == {"b": "r1", "a": "r1", "n": "r2"}
+    assert items["embedded_run"].tolist() == ["r1", "r2", "r2"]
+
+
+def test_a_day_some_of_whose_items_are_too_old_is_run() -> None:
+    """A day is refused only when every one of its items is older than the window: one too old among
+    others is counted ``too_old`` and the day runs."""
+    from types import SimpleNamespace
+
+    from nlsim.dedup.window import check_not_all_too_old
+    from nlsim.errors import InputError
+
+    cutoff = T - pd.Timedelta(days=30)
+    corpus = SimpleNamespace(path="news.csv")
+    mixed = classify(_items([("x", "h1", 0), ("y", "h2", 40)]), _items([]), cutoff)
+    check_not_all_too_old(corpus, mixed, cutoff, T)  # type: ignore[arg-type]
+    old = classify(_items([("y", "h2", 40)]), _items([]), cutoff)
+    with pytest.raises(InputError, match="older than the window"):
+        check_not_all_too_old(corpus, old, cutoff, T)  # type: ignore[arg-type]
+
+
+def test_restore_reads_a_missing_cluster_id_as_no_cluster() -> None:
+    """A kept item without a cluster or topic (its cell empty: ``None``, or ``NaN`` as pandas fills a cell
+    it has no value for) is in none: not in one named ``nan``."""
+    from pathlib import Path
+
+    from nlsim.dedup.state import State
+    from nlsim.dedup.window import restore
+
+    items = pd.DataFrame({"id": ["a", "b", "c"], "topic_id": ["t-a", "t-a", np.nan]})
+    items["cluster_id"] = pd.Series(["c-a", "c-a", np.nan], dtype=object)
+    clusters = pd.DataFrame(
+        {"cluster_id": ["c-a"], "anchor_undated": [0], "anchor_ns": [T.value], "anchor_id": ["a"]}
+    )
+    state = State(folder=Path("st"), items=items, clusters=clusters)
+    assert restore(state, set())[0] == {"a": "c-a", "b": "c-a"}
+    assert restore(state, set(), "topic_id")[0] == {"a": "t-a", "b": "t-a"}
+
+
+def test_a_day_before_the_newest_day_told_by_its_date_is_older_though_the_clock_stood_still() -> None:
+    """The 26th's clock is 15:00; the 27th was run quiet, by its ``--date`` (the clock stood still). A file
+    of the 26th with an item at 18:00, run after it, is an older day: it is before the 27th."""
+    from types import SimpleNamespace
+
+    from nlsim.dedup.window import _days
+    from nlsim.report.record import RunRecord
+
+    clock = pd.Timestamp("2026-11-26T15:00Z")
+    state = SimpleNamespace(as_of=clock, items=pd.DataFrame({"published_at": [clock]}))
+    last = RunRecord(run_id="r3", newest_day="2026-11-27T00:00:00+00:00")
+    times = pd.Series(pd.to_datetime(["2026-11-26T18:00Z"], utc=True))
+    older, newest, *_ = _days(state, last, times, None, "UTC", False)  # type: ignore[arg-type]
+    assert older and newest == pd.Timestamp("2026-11-27T00:00Z")
