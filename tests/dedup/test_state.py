@@ -843,3 +843,144 @@ def test_an_index_meta_json_edited_by_hand_without_a_key_is_refused_naming_it(
     path = _edit_index_meta(state, key, ...)
     line = _refused_line(state, days[1], tmp_path / "out")
     assert line.startswith(f"state folder {state}: {path} has no '{key}'")
+
+
+def _manifest(folder: Path, **kw: object) -> None:
+    """A manifest of generation 3 in ``folder`` (its files not there: read_manifest does not open them)."""
+    data = {"format": "nlsim-state", "format_version": 2, "generation": 3, "generation_dir": "g000003-abcdef"}
+    data.update(files={"run.json": {"bytes": 2, "sha256": "0" * 64}}, **kw)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / MANIFEST).write_text(json.dumps(data), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("g000002-abcdef", "names generation folder 'g000002-abcdef' for generation 3"),
+        ("g000030-abcdef", "names generation folder 'g000030-abcdef' for generation 3"),
+        (".g000003-abcdef.tmp-x1y2z3", "names a generation folder '.g000003-abcdef.tmp-x1y2z3' that nlsim"),
+    ],
+)
+def test_a_manifest_naming_another_generations_folder_or_a_half_written_one_is_refused(
+    tmp_path: Path, name: str, said: str
+) -> None:
+    """The manifest's generation folder is the one its generation number names, finished: one of another
+    number, or a killed run's half-written folder, is an edited manifest (a run would sweep the real one)."""
+    _manifest(tmp_path / "ok")
+    assert read_manifest(tmp_path / "ok")["generation_dir"] == "g000003-abcdef"
+    _manifest(tmp_path / "bad", generation_dir=name)
+    with pytest.raises(StateError, match=re.escape(said)):
+        read_manifest(tmp_path / "bad")
+
+
+def test_an_item_whose_topic_names_no_row_of_the_clusters_table_is_refused() -> None:
+    """A kept item's topic id is checked as its cluster id is: one named by no row of clusters.parquet is a
+    table edited by hand, refused naming the file, the row and the field."""
+    from nlsim.dedup.state import check_rows
+
+    items = pd.DataFrame({"id": ["a", "b"], "cluster_id": ["c-a", "c-a"], "topic_id": ["t-a", None]})
+    pairs = pd.DataFrame({"id_a": ["a"], "id_b": ["b"]})
+    clusters = pd.DataFrame({"cluster_id": ["c-a", "t-a"]})
+    check_rows(Path("st"), Path("st/g1"), items, pairs, clusters)
+    with pytest.raises(StateError, match=r"items.parquet row 2, field 'topic_id': 't-x'"):
+        check_rows(Path("st"), Path("st/g1"), items.assign(topic_id=["t-a", "t-x"]), pairs, clusters)
+
+
+def test_the_identity_tells_a_threshold_or_a_topic_threshold_apart_and_reads_absent_settings_as_defined() -> (
+    None
+):
+    """A threshold a thousandth apart is another threshold; topic groups on in one and off in the other
+    differ; a state kept before any search setting was differs from a run by the definitions alone (not by
+    ``k``), and one kept without ``series_veto`` has it on, as a run with it on."""
+    enc = HashEncoder()
+    base = _identity(enc)
+    assert base.differences(_identity(enc)) == []
+    assert [d.split(":")[0] for d in base.differences(_identity(enc, threshold=0.7005))] == ["threshold"]
+    topics = _identity(enc, topic_threshold=0.3)
+    assert [d.split(":")[0] for d in base.differences(topics)] == ["topic_threshold"]
+    assert [d.split(":")[0] for d in topics.differences(base)] == ["topic_threshold"]
+    search = {"k": 30, "window_hours": 48, "copy_key": COPY_KEY_VERSION, "markup": SHOWN_TEXT_VERSION}
+    run = _identity(enc, search={**search, "series_veto": True})
+    assert [d.split(":")[0] for d in base.differences(run)] == ["copy_key", "markup"]
+    assert _identity(enc, search=search).differences(run) == []
+
+
+def test_only_a_killed_first_runs_leftovers_are_swept_from_a_state_without_a_manifest(tmp_path: Path) -> None:
+    """A marked state without a manifest is swept when it holds what a killed first run leaves (a
+    generation-1 folder, no run recorded); a later generation's folder, or a run's record beside it, is
+    history: the state is refused with the way to rebuild it."""
+    from nlsim.dedup.state import claim_state
+
+    cases = {
+        "first": ("g000001-abcdef", False),
+        "later": ("g000002-abcdef", False),
+        "ran": ("g000001-abcdef", True),
+    }
+    for case, (name, recorded) in cases.items():
+        folder = tmp_path / case
+        claim_state(folder)
+        (folder / "generations" / name).mkdir(parents=True)
+        if recorded:
+            (folder / "runs").mkdir()
+            (folder / "runs" / "r1.json").write_text("{}", encoding="utf-8")
+        if case == "first":
+            claim_state(folder)
+            assert remove_unfinished(folder) == [name]
+        else:
+            with pytest.raises(StateError, match="MANIFEST.json is missing but generations are present"):
+                claim_state(folder)
+
+
+def test_a_commit_sweeps_old_generations_only_and_leaves_one_holding_a_users_file(tmp_path: Path) -> None:
+    """After a commit, the generations older than the new one and the previous one go; a folder not named as
+    nlsim names them, and an old generation holding a user's file, stay (the next run names the file)."""
+    from nlsim.dedup.state import _drop_old_generations
+
+    gens = tmp_path / "generations"
+    for name in ("g000001-aaaaaa", "g000002-bbbbbb", "g000003-cccccc", "g000004-dddddd", "mine"):
+        (gens / name).mkdir(parents=True)
+    (gens / "g000002-bbbbbb" / "NOTES.txt").write_text("mine", encoding="utf-8")
+    _drop_old_generations(gens, ("g000004-dddddd", "g000003-cccccc"))
+    assert sorted(p.name for p in gens.iterdir()) == [
+        "g000002-bbbbbb",
+        "g000003-cccccc",
+        "g000004-dddddd",
+        "mine",
+    ]
+
+
+def test_a_rebuild_carries_the_editors_tables_of_the_generation_the_manifest_named_else_the_newest(
+    tmp_path: Path,
+) -> None:
+    """The verdicts a rebuild keeps come from the generation the moved manifest named (the last committed),
+    else, without a readable manifest, from the newest generation holding them."""
+    from nlsim.dedup.state import carried_editors
+
+    moved = tmp_path / "broken"
+    for name, rows in (("g000001-aaaaaa", 1), ("g000002-bbbbbb", 2), ("g000003-cccccc", 3)):
+        (moved / "generations" / name).mkdir(parents=True)
+        frame = pd.DataFrame({"id_a": ["a"] * rows, "id_b": ["b"] * rows})
+        frame.to_parquet(moved / "generations" / name / "verdicts.parquet")
+    verdicts, scored, _ = carried_editors(moved)
+    assert len(verdicts) == 3 and scored is None
+    (moved / MANIFEST).write_text(json.dumps({"generation_dir": "g000002-bbbbbb"}), encoding="utf-8")
+    verdicts, _, said = carried_editors(moved)
+    assert len(verdicts) == 2 and "g000002-bbbbbb" in said
+
+
+def test_a_state_reads_back_its_clock_and_refuses_items_out_of_step_with_its_index(
+    two_days: tuple[Path, list[Path]],
+) -> None:
+    """The state's reference time comes back as committed (the clock a later ``--as-of`` may not go back
+    from, and a quiet day keeps). A file named like a generation that is no folder is not swept (nor read
+    as one), and items.parquet whose rows hold the index's ids in another order is refused: row n of the
+    items is row n of the index."""
+    state, _ = two_days
+    st = open_state(state)
+    assert st.as_of is not None and st.as_of == pd.Timestamp(read_manifest(state)["as_of"])
+    stray = state / "generations" / "g000009-abcdef"
+    stray.write_text("not a generation", encoding="utf-8")
+    assert remove_unfinished(state) == [] and stray.is_file()
+    _rewrite(state, "items.parquet", lambda t: t.iloc[::-1])
+    with pytest.raises(StateError, match=r"items.parquet \(9 rows\) does not match the index ids"):
+        open_state(state)
