@@ -350,8 +350,10 @@ class _Collector:
 
     def _closest_members(self, p: int, q: int) -> tuple[int, int] | None:
         """A member of group ``p`` and one of group ``q`` within the window of each other (the two dated
-        ones closest in time, the earliest such pair on a tie), else an undated member with the other
-        group's representative where undated pairs are kept; ``None`` when there are none."""
+        ones closest in time, the earliest such pair on a tie), else, where undated pairs are kept, an
+        undated member with the other group's representative (the later group's member with the earlier
+        group's representative, by their representatives' times, where the later group has one);
+        ``None`` when there are none."""
         nat_ns = np.iinfo(np.int64).min
         if (self.t_ns[q], q) < (self.t_ns[p], p):  # the same ends whichever group was searched
             ends = self._closest_members(q, p)

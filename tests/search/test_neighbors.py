@@ -11,7 +11,7 @@ import pytest
 
 from nlsim.errors import ConfigError
 from nlsim.search.index import build_index
-from nlsim.search.neighbors import knn_graph, neighbor_pairs
+from nlsim.search.neighbors import knn_graph, neighbor_pairs, scored_by_representatives
 
 
 def unit(x: np.ndarray) -> np.ndarray:
@@ -385,3 +385,101 @@ def test_a_group_of_copies_past_a_gpus_hits_finds_its_neighbours_on_a_cpu_copy(m
     pairs = neighbor_pairs(index, emb[rows], rows, k=2, threshold=0.9, progress=False, copies=copies)
     assert set(zip(on_cpu["a"].tolist(), on_cpu["b"].tolist(), strict=True)) == {(0, 2100), (0, 2101)}
     pd.testing.assert_frame_equal(pairs, on_cpu)
+
+
+class _ListedIndex:
+    """An index whose hits are listed per query row (sorted by similarity): ties in a stated order."""
+
+    def __init__(self, hits: dict[int, list[tuple[int, float]]]) -> None:
+        self.hits, self.ntotal = hits, len(hits)
+
+    def search(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        rows = [int(np.argmax(v)) for v in q]  # each query vector is one-hot on its row
+        sims = np.array([[s for _, s in self.hits[r][:k]] for r in rows], np.float32)
+        hit = np.array([[h for h, _ in self.hits[r][:k]] for r in rows], np.int64)
+        return sims, hit
+
+
+def test_a_pair_at_exactly_the_threshold_is_kept_as_searched_and_as_rescored() -> None:
+    """The threshold is the least similarity kept (``>=``): a pair scoring it exactly is a pair, as the
+    search scores it and as a group's representatives rescore it."""
+    index = _ListedIndex({0: [(0, 1.0), (1, 0.5)], 1: [(1, 1.0), (0, 0.5)]})
+    got = neighbor_pairs(index, np.eye(2, dtype=np.float32), np.arange(2), k=1, threshold=0.5, progress=False)
+    assert got.to_dict("list") == {"a": [0], "b": [1], "similarity": [0.5]}
+    emb = np.array([[1, 0], [0.5, 0.75**0.5], [0.6, 0.8]], dtype=np.float32)  # row 2 a copy of row 1
+    found = pd.DataFrame({"a": [0], "b": [2], "similarity": np.float32([0.6])})
+    kept = scored_by_representatives(found, emb, np.array([0, 1, 1]), 0.5)
+    assert kept.to_dict("list") == {"a": [0], "b": [2], "similarity": [0.5]}
+
+
+def test_a_query_whose_last_hit_scores_the_threshold_exactly_is_searched_again() -> None:
+    """Row 0's first hits are two copies of one group (k = 2 asks for 3 hits: itself and the two), the last
+    scoring the threshold exactly: the query is one group short and its hits still reach the threshold,
+    so it is searched again and meets row 3, at the threshold too."""
+    hits = [(0, 1.0), (1, 0.5), (2, 0.5), (3, 0.5)]
+    index = _ListedIndex({r: hits for r in range(4)})
+    got = neighbor_pairs(
+        index, np.eye(4, dtype=np.float32)[:1], np.array([0]), k=2, threshold=0.5, progress=False,
+        copies=np.array([0, 1, 1, 3]),
+    )  # fmt: skip
+    assert list(zip(got["a"], got["b"], strict=True)) == [(0, 1), (0, 3)]
+
+
+def _two_groups(hours: list[float | None], window_hours: float, nat: str = "keep") -> list[tuple[int, int]]:
+    """The pairs of two groups of copies (rows 0 and 1, represented by 0; rows 2 and 3, by 2), close in
+    meaning, at ``hours`` (None: undated), in a window of ``window_hours``: the same whichever group is
+    searched, or both."""
+    emb = unit(np.array([[1, 0], [1, 0.05], [0.9, 0.436], [0.9, 0.44]]))
+    base = pd.Timestamp("2024-05-01", tz="UTC")
+    times = pd.Series([pd.NaT if h is None else base + pd.Timedelta(hours=h) for h in hours])
+    index = build_index(emb, use_gpu=False)
+    found = []
+    for query in ([0, 2], [0], [2]):
+        rows = np.array(query)
+        got = neighbor_pairs(
+            index, emb[rows], rows, k=1, threshold=0.5, times=times, window=timedelta(hours=window_hours),
+            nat=nat, progress=False, copies=np.array([0, 0, 2, 2]),
+        )  # fmt: skip
+        found.append(list(zip(got["a"].tolist(), got["b"].tolist(), strict=True)))
+    assert found[1] == found[0] and found[2] == found[0]
+    return found[0]
+
+
+def test_two_groups_whose_closest_copies_tie_pair_through_the_earlier_copy() -> None:
+    """Row 1 (hour 0) lies 10 hours from both copies of the other group (hours -10 and +10), in a 12-hour
+    window, the representatives 110 hours apart: the pair is reported with the earlier of the two."""
+    assert _two_groups([-100, 0, 10, -10], 12) == [(1, 3)]
+
+
+def test_two_groups_whose_copies_lie_exactly_the_window_apart_are_paired() -> None:
+    """The window holds its bound: copies 12 hours apart (rows 1 and 3) in a 12-hour window pair their
+    groups, whose representatives lie 100 hours apart."""
+    assert _two_groups([0, 10, 100, 22], 12) == [(1, 3)]
+
+
+@pytest.mark.parametrize(
+    ("undated", "ends"),
+    [((3,), (0, 3)), ((1, 3), (0, 3)), ((1,), (1, 2))],
+    ids=["later-group", "both-groups", "earlier-group"],
+)
+def test_two_groups_far_apart_pair_through_an_undated_copy(undated: tuple[int, ...], ends: tuple) -> None:
+    """Representatives 100 hours apart in a 12-hour window, undated copies kept (``nat="keep"``): the pair
+    is the earlier group's representative with the later group's undated copy, else the earlier group's
+    undated copy with the later group's representative; none with ``nat="drop"``."""
+    hours: list[float | None] = [0, 1, 100, 101]
+    for row in undated:
+        hours[row] = None
+    assert _two_groups(hours, 12) == [ends]
+    assert _two_groups(hours, 12, nat="drop") == []
+
+
+def test_times_in_a_zone_with_summer_time_are_compared_as_instants() -> None:
+    """00:30 GMT and 02:30 BST on the night London's clocks go forward are one hour apart, not the two their
+    clocks say: within a 90-minute window."""
+    emb = unit(np.array([[1, 0], [1, 0.05]]))
+    times = pd.Series(pd.to_datetime(["2024-03-31 00:30", "2024-03-31 02:30"]).tz_localize("Europe/London"))
+    index = build_index(emb, use_gpu=False)
+    window = timedelta(minutes=90)
+    rows = np.arange(2)
+    got = neighbor_pairs(index, emb, rows, k=1, threshold=0.5, times=times, window=window, progress=False)
+    assert list(zip(got["a"], got["b"], strict=True)) == [(0, 1)]
