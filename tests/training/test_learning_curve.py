@@ -1212,3 +1212,82 @@ def test_a_curve_resumed_where_its_points_would_train_in_another_precision_is_re
     monkeypatch.setattr(nlsim.training.learning_curve, "load_encoder", real_load)
     resumed = run_learning_curve(replace(cfg, sizes=(8, 16), train_precision="bf16"), log=lambda _: None)
     assert resumed.trained == 1
+
+
+def _split_table(train_scores: list[float]) -> pd.DataFrame:
+    """Pairs read for training: ``train_scores`` in train, four validation pairs of three scores."""
+    scores = [*train_scores, 1.0, 0.0, 1.0, 0.25]
+    splits = ["train"] * len(train_scores) + ["validation"] * 4
+    return pd.DataFrame({"pair_id": [f"p{i}" for i in range(len(scores))], "split": splits, "score": scores})
+
+
+def test_every_seeds_points_are_checked_for_a_draw_of_one_score_before_any_work() -> None:
+    """The first seed draws, at size 4, a pair of each score; the second draws four pairs of one score:
+    the curve names the second seed's point, not only the first seed's points being checked."""
+    import numpy as np
+
+    from nlsim.errors import ConfigError
+    from nlsim.training.learning_curve import check_points_trainable
+
+    def one_score(seed: int) -> bool:
+        return all(i != 7 for i in np.random.default_rng(seed).permutation(16)[:4])
+
+    bad = next(s for s in range(1000) if one_score(s))
+    good = next(s for s in range(1000) if not one_score(s))
+    cfg = LearningCurveConfig(pairs="p.tsv", out="curve", sizes=(16, 4), seeds=(good, bad))
+    with pytest.raises(ConfigError, match=rf"--sizes 4 with seed {bad}: the 4 training pairs drawn from"):
+        check_points_trainable(_split_table([0.0] * 7 + [1.0] + [0.0] * 8), cfg)
+
+
+def test_a_training_split_of_one_score_is_refused_as_the_split_not_as_a_size_too_small() -> None:
+    """Every training pair of one score: no size helps, so the refusal is of the pair file's split
+    (naming its score field), not the advice to give a larger size."""
+    from nlsim.errors import InputError
+    from nlsim.training.learning_curve import check_points_trainable
+
+    cfg = LearningCurveConfig(pairs="p.tsv", out="curve", sizes=(8, 4), seeds=(1,))
+    with pytest.raises(InputError, match="field 'score': every training pair has the score 0.5") as refused:
+        check_points_trainable(_split_table([0.5] * 8), cfg)
+    assert "larger size" not in str(refused.value)
+
+
+def test_a_point_written_before_points_recorded_their_pairs_resumes_and_one_on_other_pairs_is_refused(
+    tmp_path: Path,
+) -> None:
+    """A finished point without the digest of its pairs or of their order (written before points kept
+    them) is taken as it is; one whose digest is of other pairs, or of another order, is refused."""
+    from nlsim.training.learning_curve import check_point
+
+    cfg = LearningCurveConfig(pairs="p.tsv", out=str(tmp_path), sizes=(8,), seeds=(1,))
+    path = tmp_path / "runs" / "size8_seed1.json"
+    old = {"settings": cfg.settings_key(model=cfg.model)}
+    check_point(path, old, cfg, "pairs-now", "order-now")
+    check_point(path, old | {"data": "pairs-now", "train_order": "order-now"}, cfg, "pairs-now", "order-now")
+    with pytest.raises(StateError, match="trained on other pairs"):
+        check_point(path, old | {"data": "pairs-then"}, cfg, "pairs-now", "order-now")
+    with pytest.raises(StateError, match="in another order"):
+        check_point(path, old | {"train_order": "order-then"}, cfg, "pairs-now", "order-now")
+
+
+def test_a_size_past_the_training_pairs_as_the_model_reads_them_is_refused_naming_sizes() -> None:
+    """Seven training rows, one of them a pair of another row given again in Simplified characters: the
+    model reads six pairs, so ``--sizes 7`` is refused as the curve's option, counting six."""
+    from nlsim.errors import ConfigError
+    from nlsim.training.learning_curve import check_curve_splits
+
+    scores = {"train": [0.75, 1, 0, 0.5, 0.25, 1], "validation": [1, 0, 1, 0.25], "test": [1, 0, 0.5]}
+    rows = [(f"{split} {n}", split, s) for split, given in scores.items() for n, s in enumerate(given)]
+    rows[5] = ("訓練 5", "train", 1.0)
+    rows.insert(6, ("训练 5", "train", 1.0))  # the sixth training pair again, in Simplified characters
+    table = pd.DataFrame(
+        {
+            "pair_id": [f"p{i}" for i in range(len(rows))],
+            "split": [r[1] for r in rows],
+            "text_a": [f"{r[0]} 甲" for r in rows],
+            "text_b": [f"{r[1]} {i} 乙" if i != 6 else "train 5 乙" for i, r in enumerate(rows)],
+            "score": [float(r[2]) for r in rows],
+        }
+    )
+    cfg = LearningCurveConfig(pairs="p.tsv", out="curve", sizes=(4, 7), seeds=(1,), conversion="tw2sp")
+    with pytest.raises(ConfigError, match="--sizes 7: more than the 6 train pairs of p.tsv"):
+        check_curve_splits(table, cfg)
