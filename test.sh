@@ -6,17 +6,23 @@
 # CPU whose flags are already those, the first pass was that pass, and it is not repeated.
 # `bash test.sh --help`: this text and pytest's options, with nothing set up or run.
 set -euo pipefail
+# What the arguments ask of this script: its help (-h, --help) and one process (single: they debug, --pdb,
+# --trace, -s, as xdist's workers take no debugger and pass no output through, or choose xdist's options
+# themselves, -n, -d, --dist, no:xdist; the number of workers is read below). A short option is read also
+# among short options given together (-vh, -xs, -vn2), up to one that takes a value: in -rs, -kh or -mslow
+# the s or h is that value's
 takes_value=kmrWcpon  # pytest's short options (and xdist's -n) that take a value
-help=0  # -h, --help, or an h among short options given together (-vh), before one that takes a value
+help=0 single=0
 for arg in "$@"; do
   case $arg in
     -h | --help) help=1 ;;
+    --pdb | --trace | --capture=no | --numprocesses* | --dist* | *no:xdist) single=1 ;;
     --*) ;;
     -?*)
       flags=${arg#-}
       while [ -n "$flags" ]; do
         flag=${flags:0:1} flags=${flags:1}
-        case $flag in h) help=1 && break ;; esac
+        case $flag in h) help=1 ;; s | n | d) single=1 ;; esac
         case $takes_value in *"$flag"*) break ;; esac
       done ;;
   esac
@@ -40,8 +46,7 @@ cd "$(dirname "$0")"
 # on 2 cores the suite took 16-17 min in 2 workers against 27.5 min in one process, much of a process's
 # time being one thread's (imports, servers, subprocesses; docs/measurements.md, "The test suite").
 # NLSIM_TEST_WORKERS=N sets the number (0 or 1: one process, no workers). Read before the set-up, so that a
-# bad value stops at once. One process too when the arguments debug (--pdb, --trace, -s: xdist's workers
-# take no debugger and pass no output through) or choose xdist's options themselves (-n, -d, --dist, no:xdist)
+# bad value stops at once. One process too when the arguments ask for it (single, above)
 cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 1)  # nproc obeys OMP_NUM_THREADS
 [[ $cores =~ ^[0-9]+$ ]] || cores=1
 workers=${NLSIM_TEST_WORKERS:-$((cores >= 2 ? 2 : 1))}
@@ -51,21 +56,7 @@ if ! [[ $workers =~ ^[0-9]+$ ]]; then
   exit 2
 fi
 workers=$((10#$workers))
-# (-s, -n and -d also among short options given together, -xs or -vn2, up to one that takes a value:
-# in -rs, -kspam or -mslow the s is that value's)
-for arg in "$@"; do
-  case $arg in
-    --pdb | --trace | --capture=no | --numprocesses* | --dist* | *no:xdist) workers=1 ;;
-    --*) ;;
-    -?*)
-      flags=${arg#-}
-      while [ -n "$flags" ]; do
-        flag=${flags:0:1} flags=${flags:1}
-        case $flag in s | n | d) workers=1 && break ;; esac
-        case $takes_value in *"$flag"*) break ;; esac
-      done ;;
-  esac
-done
+if [ "$single" = 1 ]; then workers=1; fi
 bash scripts/setup.sh --all-bytecode --no-model  # the tests also read what the main job does not (Prefect's
 # server); they convert the default model into their own home
 bash scripts/setup_browser.sh  # chromium-headless-shell and fonts-noto-cjk for the report-page tests
