@@ -481,6 +481,28 @@ def test_a_note_edited_since_an_overrule_was_merged_is_the_verdicts_note_when_ex
     assert store_path(pairs).read_bytes() == store
 
 
+def test_an_unnamed_editors_file_merged_again_with_an_edited_note_leaves_a_colleagues_verdict_note(
+    tmp_path: Path,
+) -> None:
+    """An unnamed editor overruled n0/n1 to 0.25 with a note (an export without mark times); bob then
+    overruled it to the same 0.25 with his own note, and his verdict holds. The unnamed editor's file,
+    merged again with its note edited, sends a decision merged before: it is not bob's, so bob's verdict
+    keeps his note, and his decision stands."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+    rows: list[tuple[str, str, str, str | None]] = [("n0", "n1", "0.25", None)]
+    for name, who, note in (("marks-1.csv", "", "wire copy"), ("bob.csv", "bob", "a new lead")):
+        merge_annotations(_export(tmp_path / name, who, rows, notes=note), pairs, log=lambda _: None)
+    held = _held(pairs)
+    assert (held.score, held.annotator, held.notes) == (0.25, "bob", "a new lead")
+    again = _export(tmp_path / "marks-1.csv", "", rows, notes="wire copy, edited")
+    said: list[str] = []
+    merge_annotations(again, pairs, log=said.append)
+    held = _held(pairs)
+    assert (held.score, held.annotator, held.source) == (0.25, "bob", "bob.csv"), said
+    assert held.notes == "a new lead", said
+    assert not any("note edited since" in line and "a new lead" in line for line in said), said
+
+
 def test_annotate_verdicts_shows_each_verdicts_note_cut_in_lines_and_whole_in_json(tmp_path: Path) -> None:
     """desk overruled n0/n1 with a long note, written on two lines: `nlsim annotate verdicts` said how many
     verdicts hold and never the note. It now lists the noted verdict on one line, the note on one line and
