@@ -118,3 +118,83 @@ def test_a_topics_item_whose_cluster_kept_only_it_is_a_single_item_not_a_story()
         for t, s, c in zip(*table[["topic_id", "stories", "cluster_ids"]].T.values, strict=True)
     }
     assert got == {"t-p1": (2, []), "t-a1": (1, ["c-a1"])}
+
+
+def test_the_central_representative_counts_links_on_either_side_and_breaks_ties_by_the_earliest():
+    # c is linked to a and b, each time as the pair's second item: its summed score is the highest
+    f = frame(["a", "b", "c"], ["2024-01-01", "2024-01-02", "2024-01-03"])
+    _, clusters = batch_clusters(f, pairs([(0, 2), (1, 2)], [0.9, 0.9]), representative="central")
+    assert clusters.iloc[0]["representative"] == "c"
+    # two items, one link: each sums the same; the earlier (b) is the representative, as with "earliest"
+    g = frame(["a", "b"], ["2024-01-02", "2024-01-01"])
+    _, clusters = batch_clusters(g, pairs([(0, 1)]), representative="central")
+    assert clusters.iloc[0]["representative"] == "b"
+
+
+def test_a_clusters_scores_read_only_the_links_between_its_own_members():
+    from nlsim.clusters.rules import SharedSupport
+
+    # a path the support rule parts: the links between two clusters count in neither's scores
+    f = frame(list("abcdef"), [f"2024-01-0{i}" for i in range(1, 7)])
+    sims = [0.99, 0.97, 0.95, 0.93, 0.91]
+    p = pairs([(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)], sims)
+    labels, clusters = batch_clusters(f, p, rule=SharedSupport())
+    assert len(clusters) > 1
+    for row in clusters.itertuples():
+        inside = [
+            s
+            for (a, b), s in zip(zip(p["a"], p["b"], strict=True), sims, strict=True)
+            if labels[a] == labels[b] == row.cluster_id
+        ]
+        assert row.max_similarity == pytest.approx(max(inside))
+        assert row.mean_similarity == pytest.approx(np.mean(inside))
+
+
+def test_a_clusters_row_gives_its_first_and_last_times_its_sources_and_the_items_this_run_added():
+    from nlsim.clusters.table import cluster_table
+
+    items = pd.DataFrame(
+        {
+            "id": ["a", "b", "c", "d"],
+            "title": list("ABCD"),
+            "source": ["wire", "", None, "wire"],
+            "published_at": pd.to_datetime(["2024-01-03", "2024-01-01", None, "2024-01-02"], utc=True),
+        }
+    )
+    links = pd.DataFrame({"id_a": ["a", "b", "c"], "id_b": ["b", "c", "d"], "similarity": [0.9] * 3})
+    events = pd.DataFrame(
+        {"cluster_id": ["c-b"], "status": ["grown"], "added": [["a", "d"]], "absorbed": [[]], "size": [4]}
+    )
+    table = cluster_table(items, dict.fromkeys("abcd", "c-b"), links, events=events)
+    row = table.iloc[0]
+    assert row["first_published"] == pd.Timestamp("2024-01-01", tz="UTC")
+    assert row["last_published"] == pd.Timestamp("2024-01-03", tz="UTC")
+    assert list(row["sources"]) == ["wire"]  # an empty or missing source is no source
+    assert list(row["added_ids"]) == ["d", "a"]  # earliest first, of the members this run added
+    assert (row["status"], list(row["member_ids"])) == ("grown", ["b", "d", "a", "c"])
+
+
+def test_topic_groups_are_listed_largest_first_with_their_first_and_last_times():
+    items = pd.DataFrame(
+        {
+            "id": ["x", "y", "z", "w"],
+            "title": list("XYZW"),
+            "published_at": pd.to_datetime(
+                ["2024-01-02", "2024-01-01", "2024-01-05", "2024-01-04"], utc=True
+            ),
+        }
+    )
+    table = topic_table(items, {"x": "t-y", "y": "t-y", "z": "t-y", "w": "t-w"}, {"x": "c-y", "y": "c-y"})
+    assert table["topic_id"].tolist() == ["t-y", "t-w"]
+    first = table.iloc[0]
+    assert first["first_published"] == pd.Timestamp("2024-01-01", tz="UTC")
+    assert first["last_published"] == pd.Timestamp("2024-01-05", tz="UTC")
+
+
+def test_a_story_cluster_whose_other_members_are_not_among_the_items_is_no_story_of_its_topic():
+    # the clusters map names c-v for x and for v, an item no longer held: x is a single item of its topic
+    items = pd.DataFrame(
+        {"id": ["x", "y"], "title": list("XY"), "published_at": pd.to_datetime([None, None], utc=True)}
+    )
+    table = topic_table(items, {"x": "t-x", "y": "t-x"}, {"x": "c-v", "v": "c-v"})
+    assert (table.iloc[0]["stories"], list(table.iloc[0]["cluster_ids"])) == (2, [])
