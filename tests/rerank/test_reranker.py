@@ -213,6 +213,43 @@ def test_rerank_pairs_rescores_and_filters() -> None:
     assert empty.empty and {"cosine", "cross_encoder"} <= set(empty.columns)
 
 
+def test_a_pair_whose_rerank_score_is_the_threshold_itself_is_kept() -> None:
+    r = Reranker(cross_encoder=_FixedCross([0.5, 0.25]), slope=1.0, intercept=0.0, weight=0.5)
+    pairs = pd.DataFrame({"a": [0, 1], "b": [1, 2], "similarity": [0.5, 0.5]})
+    out = rerank_pairs(pairs, ["x", "y", "z"], r, threshold=0.5)
+    assert out[["a", "b"]].values.tolist() == [[0, 1]]
+
+
+def test_the_candidate_floor_is_a_cosine_from_minus_one_to_one() -> None:
+    """Without a weight on the cosine, or with a line that does not rise, the cosine says nothing: every
+    neighbour is a candidate. A threshold no pair can reach puts the floor at the top cosine, 1."""
+    assert Reranker(None, slope=1.2, intercept=-0.3, weight=0.0).candidate_floor(0.7) == -1.0
+    assert Reranker(None, slope=0.0, intercept=0.5, weight=0.5).candidate_floor(0.7) == -1.0
+    assert Reranker(None, slope=1.0, intercept=0.0, weight=0.5).candidate_floor(0.99) == pytest.approx(0.98)
+    assert Reranker(None, slope=0.5, intercept=0.0, weight=0.5).candidate_floor(0.99) == 1.0
+
+
+class _FixedStory:
+    """A stand-in story model: every pair at or above its gate is the same story with probability ``p``."""
+
+    def __init__(self, cosine_gate: float, rerank_threshold: float, p: float) -> None:
+        self.cosine_gate, self.rerank_threshold, self.p = cosine_gate, rerank_threshold, p
+
+    def probabilities(self, cross: np.ndarray, cos: np.ndarray, a: list[str], b: list[str]) -> np.ndarray:
+        return np.full(len(cos), self.p)
+
+
+def test_a_story_model_decides_the_pairs_from_its_gate_on_and_its_threshold_reads_the_gate() -> None:
+    story = _FixedStory(cosine_gate=0.75, rerank_threshold=0.7, p=1.0)
+    r = Reranker(None, slope=0.8, intercept=0.0, weight=0.5, story=story)  # type: ignore[arg-type]
+    got = r.pair_scores(np.array([0.75, 0.5]), np.array([0.5, 0.5]), ["x", "y"], ["z", "w"])
+    # at the gate: probability 1 is the top of the rerank scale, 0.5 * 0.8 + 0.5 = 0.9; below it the
+    # rerank score, 0.5 * 0.8 * 0.5 + 0.5 * 0.5 = 0.45
+    np.testing.assert_allclose(got, [0.9, 0.45])
+    assert r.candidate_floor(0.7) == 0.75
+    assert r.candidate_floor(0.69) == pytest.approx(r.rerank_floor(0.69))
+
+
 def test_a_folder_without_a_reranker_has_none_and_a_broken_one_is_an_error(tmp_path: Path) -> None:
     assert load_reranker(tmp_path) is None and load_reranker(None) is None
     (tmp_path / "reranker").mkdir()
