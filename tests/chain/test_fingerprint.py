@@ -109,3 +109,24 @@ def test_a_pair_given_under_two_ids_is_the_same_version_whatever_the_rows_order(
     assert found["as given"] == found["re-sorted"] == found["once"]
     once = read_for_training(tmp_path / "once.tsv").pairs
     assert found["once"][1]["annotations"] == annotations_digest(once)  # no repeat: named as before
+
+
+def test_settings_that_train_nothing_or_a_share_of_what_is_off_leave_the_version_as_it_is() -> None:
+    base = training_settings(FinetuneConfig.of(drop_easy=0.0, cross_encoder_drop_easy=0.0))
+    for other in (
+        FinetuneConfig.of(drop_easy=0.0, cross_encoder_drop_easy=0.0, easy_sample=0.5),
+        FinetuneConfig.of(drop_easy=0.0, cross_encoder_drop_easy=0.0, cross_encoder_easy_sample=0.5),
+        FinetuneConfig.of(drop_easy=0.0, cross_encoder_drop_easy=0.0, log_every=5),
+    ):
+        assert training_settings(other) == base
+    # with easy pairs dropped, their share drawn back is the recipe
+    on = FinetuneConfig.of(cross_encoder_drop_easy=0.1)
+    assert training_settings(on.with_(cross_encoder_easy_sample=0.5)) != training_settings(on)
+
+
+def test_auto_precision_asked_on_both_sides_is_the_same_training_wherever_it_runs() -> None:
+    from nlsim.chain.fingerprint import same_training
+
+    auto = {"annotations": "a", "base_model": "b", "training": {"model": "m", "train_precision": "auto"}}
+    assert same_training(auto, dict(auto), auto_here="fp32")
+    assert same_training(auto, dict(auto), auto_here="bf16")
