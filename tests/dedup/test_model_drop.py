@@ -112,3 +112,44 @@ def test_an_f1_recorded_on_one_pair_is_said_in_the_singular() -> None:
     ]
     many = ModelInfo(card=ModelCard(store={"validation": {"v1": {"f1": 0.5, "n": 1234}}}))
     assert [f.source for f in recorded_f1s(many)] == ["its store evaluation on 1,234 validation pairs"]
+
+
+def _model(name: str, *entries: tuple[str, float | None], cal_f1: float | None = None):  # noqa: ANN202
+    """A run's model: its store entries (key, F1) oldest first, and the F1 of its threshold's calibration."""
+    from nlsim.evaluation.calibration import Calibration
+    from nlsim.report.record import ModelCard, ModelInfo
+
+    store = {"validation": {k: {"f1": f1, "n": 400} for k, f1 in entries}} if entries else None
+    cal = None
+    if cal_f1 is not None:
+        cal = Calibration(threshold=0.8, level=1.0, precision=1, recall=1, f1=cal_f1, n=50, n_positive=9)
+    return ModelInfo(version=name, fingerprint=name, card=ModelCard(store=store), threshold_calibration=cal)
+
+
+def test_a_drop_of_the_limit_itself_goes_on_and_a_run_before_fingerprints_is_not_compared() -> None:
+    from nlsim.dedup.model_drop import model_drop
+    from nlsim.report.record import ModelInfo
+
+    assert model_drop(_model("v1", ("k", 0.40)), _model("v2", ("k", 0.30))) is None  # 0.10: not more
+    assert model_drop(_model("v1", ("k", 0.41)), _model("v2", ("k", 0.30))) is not None
+    before_fingerprints = ModelInfo(version="v1", fingerprint="", card=_model("v1", ("k", 0.90)).card)
+    assert model_drop(before_fingerprints, _model("v2", ("k", 0.30))) is None
+
+
+def test_the_drop_is_read_on_the_latest_validation_pairs_both_models_were_scored_on() -> None:
+    from nlsim.dedup.model_drop import model_drop
+
+    # both scored on k1 and k2 (k2 the later): on k2 the new model is 0.05 lower, on k1 0.3
+    last = _model("v1", ("k1", 0.70), ("k2", 0.50))
+    assert model_drop(last, _model("v2", ("k1", 0.40), ("k2", 0.45))) is None
+    # no pairs in common: each model's latest figure
+    assert model_drop(_model("v1", ("k1", 0.90), ("k2", 0.35)), _model("v2", ("k3", 0.30))) is None
+
+
+def test_a_store_figure_comes_before_the_calibrations_and_an_empty_one_is_no_figure() -> None:
+    from nlsim.dedup.model_drop import recorded_f1s
+
+    both = recorded_f1s(_model("v1", ("k", 0.6), cal_f1=0.2))
+    assert [(f.value, f.key) for f in both] == [(0.6, "k")]
+    empty = recorded_f1s(_model("v1", ("k", None), cal_f1=0.2))
+    assert [(f.value, f.key) for f in empty] == [(0.2, None)]
