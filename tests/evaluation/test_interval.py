@@ -40,3 +40,19 @@ def test_a_resample_without_a_grouped_or_same_story_pair_is_left_out_where_its_f
     assert 300 < defined.left_out < 400
     assert defined.ci is not None and 0.0 < defined.ci[0] <= 0.5 <= defined.ci[1]
     assert defined_f1_interval(np.zeros(5, dtype=bool), np.ones(5, dtype=bool)) == DefinedInterval(None, 1000)
+
+
+def test_the_interval_is_the_2_5th_and_97_5th_percentiles_of_a_thousand_resamples() -> None:
+    rng = np.random.default_rng(11)
+    positive = rng.random(80) < 0.25
+    predicted = np.where(rng.random(80) < 0.75, positive, ~positive)
+    draws = np.random.default_rng(0).integers(0, 80, size=(1000, 80))  # the resamples of seed 0
+    f1s = [f1(predicted[i], positive[i]) for i in draws]
+    want = [round(float(np.percentile(f1s, q)), 4) for q in (2.5, 97.5)]
+    assert f1_interval(predicted, positive) == want
+    assert defined_f1_interval(predicted, positive) == DefinedInterval(want, 0)
+
+
+def test_a_resample_without_a_same_story_pair_is_left_out_even_when_it_groups_some() -> None:
+    grouped, same_story = np.ones(20, dtype=bool), np.arange(20) == 0  # one same-story pair of 20
+    assert 300 < defined_f1_interval(grouped, same_story).left_out < 400
