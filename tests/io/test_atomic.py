@@ -3,13 +3,30 @@ writer of that target, never what a live writer is still writing, and never a fi
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import os
+import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from nlsim.io.atomic import atomic_dir, atomic_save_npy, atomic_write_text, held, publish_files
+from nlsim.io.atomic import (
+    apply_umask,
+    atomic_dir,
+    atomic_save_npy,
+    atomic_write_bytes,
+    atomic_write_text,
+    held,
+    leftovers,
+    naming,
+    publish_files,
+    readable_sha256,
+    sweep_leftovers,
+    why_not_kept,
+)
 
 
 def _killed_dir(parent: Path, name: str) -> Path:
@@ -139,3 +156,181 @@ def test_nlsim_fsync_off_leaves_the_flushing_to_the_system_and_still_writes_whol
     assert _flushed(monkeypatch, tmp_path) == []
     left = sorted(p.name for p in tmp_path.iterdir())
     assert left == ["a.txt", "folder", "out", "staging"]  # no temporaries
+
+
+@pytest.fixture
+def umask_027() -> Iterator[None]:
+    """The process's umask set to 027 (files 0640, folders 0750), as a server's worker may run."""
+    from nlsim.io import atomic
+
+    saved = os.umask(0o027)
+    atomic._umask.cache_clear()
+    try:
+        yield
+    finally:
+        os.umask(saved)
+        atomic._umask.cache_clear()
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.lstat().st_mode)
+
+
+def test_what_is_written_takes_the_umasks_permissions_not_a_temporary_files(
+    tmp_path: Path, umask_027: None
+) -> None:
+    """Files get 0666 less the umask, folders and executable files 0777 less it, whatever mode their writer
+    (mkstemp, safetensors) gave them; a file written with an explicit mode keeps that mode."""
+    atomic_write_text(tmp_path / "a.txt", "a")
+    atomic_write_bytes(tmp_path / "private.bin", b"p", mode=0o600)
+    with atomic_dir(tmp_path / "model") as tmp:
+        (tmp / "sub").mkdir(mode=0o700)
+        (tmp / "sub" / "weights").write_bytes(b"w")
+        os.chmod(tmp / "sub" / "weights", 0o600)
+        (tmp / "run.sh").write_text("#!/bin/sh\n")
+        os.chmod(tmp / "run.sh", 0o700)
+    (tmp_path / "staging").mkdir()
+    (tmp_path / "staging" / "c.txt").write_text("c")
+    os.chmod(tmp_path / "staging" / "c.txt", 0o600)
+    (tmp_path / "out").mkdir()
+    publish_files(tmp_path / "staging", tmp_path / "out", ["c.txt"])
+    (tmp_path / "lone.txt").write_text("l")
+    os.chmod(tmp_path / "lone.txt", 0o600)
+    apply_umask(tmp_path / "lone.txt")
+    modes = {str(p.relative_to(tmp_path)): oct(_mode(p)) for p in tmp_path.rglob("*") if p.name != "staging"}
+    assert modes == {
+        "a.txt": "0o640",
+        "private.bin": "0o600",
+        "model": "0o750",
+        "model/sub": "0o750",
+        "model/sub/weights": "0o640",
+        "model/run.sh": "0o750",
+        "out": oct(_mode(tmp_path / "out")),  # made by the test, not by nlsim
+        "out/c.txt": "0o640",
+        "lone.txt": "0o640",
+    }
+
+
+def test_only_the_names_nlsim_gives_its_temporaries_count_as_leftovers(tmp_path: Path) -> None:
+    """A killed writer's ``.NAME.tmp-XXXXXXXX``, ``.NAME.old-XXXXXXXX`` and ``.NAME.XXXXXXXX.tmp[.suffix]``
+    are leftovers; a user's file or link of a like name is not, and is never removed."""
+    ours = [
+        ".model.tmp-k3x9a2b7",
+        ".model.old-0123abcd",
+        ".emb.npy.ab12cd34.tmp.npy",
+        ".CURRENT.json.k3x_9a2b.tmp",
+    ]
+    theirs = [".model.tmp-mine", ".model.tmp-k3x9a2b7.bak", ".model.old-backup", ".model.old-0123abcd~"]
+    for name in ours + theirs:
+        (tmp_path / name).write_text("x")
+    (tmp_path / "target").mkdir()
+    (tmp_path / ".model.tmp-abcdefgh").symlink_to(tmp_path / "target")  # a link is never a writer's temporary
+    assert [p.name for p in leftovers(tmp_path)] == sorted(ours)
+
+
+def test_a_write_sweeps_its_own_targets_leftovers_only(tmp_path: Path) -> None:
+    """Writing ``model`` removes what a killed writer of ``model`` left, not what one of ``model2`` left."""
+    for name in (".model.tmp-k3x9a2b7", ".model2.tmp-k3x9a2b7", ".model2.k3x_9a2b.tmp"):
+        (tmp_path / name).mkdir()
+    assert sweep_leftovers(tmp_path, "model") == [tmp_path / ".model.tmp-k3x9a2b7"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".model2.k3x_9a2b.tmp", ".model2.tmp-k3x9a2b7"]
+
+
+def test_an_error_that_names_its_file_is_left_as_it_is() -> None:
+    """``naming`` adds the folder and what was being done only to an error that names no file; one that
+    names its file goes up unchanged, and ``why_not_kept`` reads the system's words under either."""
+    error = FileNotFoundError(errno.ENOENT, "No such file or directory", "cache/emb.npy")
+    with pytest.raises(FileNotFoundError) as raised:
+        with naming("reports", "writing the report"):
+            raise error
+    assert raised.value is error
+    with pytest.raises(OSError) as raised:
+        with naming("reports", "writing the report"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+    assert raised.value.strerror == "No space left on device (writing the report)"
+    assert why_not_kept(raised.value) == "No space left on device"
+
+
+def test_each_write_flushes_the_folder_its_rename_was_made_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NLSIM_FSYNC", "on")
+    flushed: list[str] = []
+
+    def fsync(fd: int) -> None:
+        flushed.append(os.readlink(f"/proc/self/fd/{fd}"))
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    atomic_write_text(tmp_path / "file_parent" / "a.txt", "a")
+    with atomic_dir(tmp_path / "dir_parent" / "folder") as tmp:
+        (tmp / "b.txt").write_text("b")
+    assert str(tmp_path / "file_parent") in flushed and str(tmp_path / "dir_parent") in flushed, flushed
+
+
+def test_a_folder_written_again_replaces_the_old_one_and_leaves_nothing_beside_it(tmp_path: Path) -> None:
+    for text in ("old", "new"):
+        with atomic_dir(tmp_path / "model") as tmp:
+            (tmp / f"{text}.txt").write_text(text)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+    assert [p.name for p in (tmp_path / "model").iterdir()] == ["new.txt"]
+    (tmp_path / "staging" / "index").mkdir(parents=True)
+    (tmp_path / "staging" / "index" / "new.html").write_text("new")
+    (tmp_path / "out" / "index").mkdir(parents=True)
+    (tmp_path / "out" / "index" / "old.html").write_text("old")
+    publish_files(tmp_path / "staging", tmp_path / "out", ["index"])
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["index"]
+    assert [p.name for p in (tmp_path / "out" / "index").iterdir()] == ["new.html"]
+
+
+def test_a_link_at_a_folders_name_is_replaced_and_what_it_points_to_kept(tmp_path: Path) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "mine.txt").write_text("kept")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "model").symlink_to(tmp_path / "elsewhere")
+    with atomic_dir(tmp_path / "out" / "model") as tmp:
+        (tmp / "new.txt").write_text("new")
+    model = tmp_path / "out" / "model"
+    assert not model.is_symlink() and [p.name for p in model.iterdir()] == ["new.txt"]
+    assert (tmp_path / "elsewhere" / "mine.txt").read_text() == "kept"
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["model"]
+    model.rename(tmp_path / "out" / "moved")
+    model.symlink_to(tmp_path / "gone")  # a link to nothing is replaced too
+    with atomic_dir(model) as tmp:
+        (tmp / "newer.txt").write_text("newer")
+    assert not model.is_symlink() and [p.name for p in model.iterdir()] == ["newer.txt"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["model", "moved"]
+
+
+def test_a_failed_folder_write_leaves_the_old_folder_and_no_temporary(tmp_path: Path) -> None:
+    with atomic_dir(tmp_path / "model") as tmp:
+        (tmp / "old.txt").write_text("old")
+    with pytest.raises(RuntimeError, match="stopped"):
+        with atomic_dir(tmp_path / "model") as tmp:
+            (tmp / "new.txt").write_text("new")
+            raise RuntimeError("stopped")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+    assert [p.name for p in (tmp_path / "model").iterdir()] == ["old.txt"]
+
+
+def test_the_last_file_published_goes_in_last_whatever_its_place_in_the_list(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``run.json`` holds the other files' hashes: a reader that sees it must see them all."""
+    from nlsim.io import atomic
+
+    staging, out = tmp_path / "staging", tmp_path / "out"
+    staging.mkdir()
+    out.mkdir()
+    for name in ("run.json", "a.html", "b.html"):
+        (staging / name).write_text(name)
+    seen: list[list[str]] = []
+    monkeypatch.setattr(atomic, "fault_point", lambda stage: seen.append(sorted(os.listdir(out))))
+    publish_files(staging, out, ["run.json", "a.html", "b.html"], last="run.json")
+    assert seen == [["a.html"], ["a.html", "b.html"], ["a.html", "b.html", "run.json"]]
+
+
+def test_the_hash_of_what_is_no_readable_file_is_none(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_bytes(b"abc")
+    assert readable_sha256(tmp_path / "a.txt") == hashlib.sha256(b"abc").hexdigest()
+    assert readable_sha256(tmp_path / "missing.txt") is None
+    assert readable_sha256(tmp_path) is None  # a folder
