@@ -1,0 +1,127 @@
+"""An editors' filled file checked row by row (nlsim.annotation.validate): what each row is refused for,
+named by its sheet row (the header is sheet row 1) and field."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from nlsim.annotation.validate import CORPUS_SOURCE, check_texts, validate_filled
+from nlsim.errors import InputError
+from nlsim.io import editor_file
+
+
+def sheet(**cols: list[str]) -> pd.DataFrame:
+    """An editors' file as read (every cell text): pairs a0/b0, a1/b1 ... unless ``cols`` says."""
+    n = len(cols["score"])
+    rows = {
+        "pair_id": [f"x{i}" for i in range(n)],
+        "id_a": [f"a{i}" for i in range(n)],
+        "id_b": [f"b{i}" for i in range(n)],
+        "text_a": [f"甲{i}" for i in range(n)],
+        "text_b": [f"乙{i}" for i in range(n)],
+    }
+    return pd.DataFrame(rows | cols)
+
+
+def refused(frame: pd.DataFrame) -> list[InputError]:
+    """Every problem ``validate_filled`` names in ``frame``, in the order it names them."""
+    with pytest.raises(InputError) as err:
+        validate_filled(frame, "filled.csv")
+    return list(getattr(err.value, "problems", None) or [err.value])
+
+
+@pytest.mark.parametrize("score", ["0.751", "0.74", "0.99", "0.01"])
+def test_a_score_near_a_level_but_not_on_it_is_refused(score: str) -> None:
+    """A score a hundredth or a thousandth off a rubric level is no level (a typo, or a mean of two
+    editors' scores): it is refused, not taken as the level it is near."""
+    problems = refused(sheet(score=["0.75", score]))
+    assert [(e.row, e.field) for e in problems] == [(3, "score")]
+    assert "not one of the rubric's levels" in problems[0].reason
+
+
+def test_a_score_written_with_more_digits_is_taken_as_its_level() -> None:
+    frame = validate_filled(sheet(score=["0.750", "1.0", "0.2500000000001"]), "filled.csv")
+    assert frame["score"].tolist() == [0.75, 1.0, 0.25]
+
+
+def test_a_header_repeated_with_an_empty_cell_is_named_as_the_header_again() -> None:
+    """Two files joined, the second without the first's ``notes`` column: its header row has that cell
+    empty, and is still the header again (not a row whose score is not a number)."""
+    frame = sheet(
+        pair_id=["x1", "pair_id", "x2"],
+        id_a=["a", "id_a", "c"],
+        id_b=["b", "id_b", "d"],
+        text_a=["甲", "text_a", "丙"],
+        text_b=["乙", "text_b", "丁"],
+        score=["1", "score", "0"],
+        notes=["n", "", ""],
+    )
+    problems = refused(frame)
+    assert [e.row for e in problems] == [3]
+    assert "the header again" in problems[0].reason and problems[0].field is None
+
+
+def test_a_pair_id_given_three_times_names_its_first_row_each_time() -> None:
+    problems = refused(sheet(pair_id=["e1", "e1", "e1"], score=["1", "1", "0"]))
+    assert [(e.row, e.field) for e in problems] == [(3, "pair_id"), (4, "pair_id")]
+    assert all("duplicate pair id 'e1' (first at sheet row 2)" in e.reason for e in problems)
+
+
+def test_a_pair_given_twice_with_one_score_names_no_two_scores() -> None:
+    """The same pair twice (its items the other way round), scored alike: named as the pair again, with
+    no scores to choose between."""
+    frame = sheet(
+        pair_id=["", ""], id_a=["a", "b"], id_b=["b", "a"], text_a=["甲", "乙"], text_b=["乙", "甲"],
+        score=["0.5", "0.5"],
+    )  # fmt: skip
+    problems = refused(frame)
+    assert [(e.row, e.field) for e in problems] == [(3, "pair_id")]
+    assert problems[0].reason.endswith("(first at sheet row 2): the pair a / b again"), problems[0].reason
+    assert "scored" not in problems[0].reason
+
+
+def test_problems_are_named_in_the_order_of_the_rows_whatever_their_field() -> None:
+    frame = sheet(text_b=["乙", "", "丁", "戊"], score=["1", "0.5", "0.3", "yes"])
+    problems = refused(frame)
+    assert [(e.row, e.field) for e in problems] == [(3, "text_b"), (4, "score"), (5, "score")]
+
+
+def _shown(text_a: str, text_b: str) -> pd.DataFrame:
+    """One row of the report page's export (items n0/n1): the texts and the hashes of the texts it showed."""
+    frame = sheet(id_a=["n0"], id_b=["n1"], text_a=[text_a], text_b=[text_b], score=["1"])
+    frame["sha256_a"] = [editor_file.text_sha256(text_a)]
+    frame["sha256_b"] = [editor_file.text_sha256(text_b)]
+    frame.attrs["rows"] = [2]  # its sheet row, as validate_filled keeps it
+    return frame
+
+
+@pytest.mark.parametrize(("where", "edited"), [("pairs.tsv", True), (f"{CORPUS_SOURCE}corpus.csv", False)])
+def test_a_shown_text_other_than_the_known_one_is_said_edited_since_only_against_the_pair_file(
+    where: str, edited: bool
+) -> None:
+    """A text the page showed (its hash) that is not its item's known text: against the pair file's text,
+    the headline was edited since the pair file took it (said, with what the editor can do); against the
+    corpus's text there is no such history to tell, and the refusal says only that the text differs."""
+    known = {"n0": ("颱風來了", where), "n1": ("颱風登陸", where)}
+    _, problems = check_texts(_shown("颱風要來了", "颱風登陸"), known, "filled.csv")
+    assert [(e.row, e.field) for e in problems] == [(2, "text_a")]
+    assert f"item 'n0' has another text than in {where} ('颱風來了')" in problems[0].reason
+    assert ("the item's headline was edited since" in problems[0].reason) is edited, problems[0].reason
+
+
+def test_a_hash_in_capitals_vouches_for_its_text() -> None:
+    """A SHA-256 written in capital hex digits (a spreadsheet's upper-case formatting) is the same hash."""
+    frame = _shown("颱風要來了", "颱風登陸")
+    frame["sha256_a"] = frame["sha256_a"].str.upper()
+    known = {"n1": ("颱風登陸", "pairs.tsv")}
+    out, problems = check_texts(frame, known, "filled.csv")
+    assert problems == [] and out["text_a"].tolist() == ["颱風要來了"]
+
+
+def test_a_row_with_an_empty_text_gives_its_item_no_text_for_the_rows_after_it() -> None:
+    """A row refused for its empty text does not make the item's text "" for the file: a later row giving
+    the item its text is sound, not an item with another text."""
+    problems = refused(sheet(id_a=["a0", "a0"], text_a=["", "甲"], score=["1", "0"]))
+    assert [(e.row, e.field) for e in problems] == [(2, "text_a")]
+    assert "empty text" in problems[0].reason
