@@ -1,0 +1,101 @@
+"""Drawing new pairs for the editors to score (nlsim.annotation.draw): which pairs of the pool are drawn,
+and from which strata."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nlsim.annotation.draw import (
+    TFIDF,
+    DrawModel,
+    drawable,
+    score_pool,
+    select_candidates,
+    without_changed_items,
+)
+from nlsim.errors import InputError
+
+
+def pool_of(similarities: list[float]) -> pd.DataFrame:
+    """A candidate pool: pair i is items i and i + 100, its score ``similarities[i]``."""
+    n = len(similarities)
+    return pd.DataFrame({"a": range(n), "b": range(100, 100 + n), "similarity": similarities})
+
+
+def test_a_stratum_as_near_the_threshold_as_another_below_it_gives_way_to_the_lower_one() -> None:
+    """The pair left over after the even shares goes to the stratum nearest the threshold; two strata as
+    near as each other (0.25 below it, 0.25 above) give it to the lower, every draw alike."""
+    picked = select_candidates(pool_of([0.5, 0.0, 0.25, 0.75, 1.0]), 2, 0.5, strata=2)
+    assert picked["stratum"].tolist() == ["near-threshold", "sim-bin-1"]
+    assert picked["similarity"].tolist()[0] == 0.5
+
+
+def test_the_share_a_small_stratum_cannot_give_goes_to_the_next_nearest_the_threshold() -> None:
+    """Eight pairs in strata of 3, 2 and 3; seven asked around 0.62, none near it: 2 a stratum and the
+    one left over to the middle stratum, the nearest, which holds only 2. That pair goes to the stratum
+    next nearest the threshold (the upper: 0.7 is 0.08 from it), not to the lowest one."""
+    sims = [0.0, 0.1, 0.2, 0.5, 0.6, 0.7, 0.8, 0.9]
+    picked = select_candidates(pool_of(sims), 7, 0.62, strata=3, near_fraction=0.0)
+    counts = picked["stratum"].value_counts().to_dict()
+    assert counts == {"sim-bin-1": 2, "sim-bin-2": 2, "sim-bin-3": 3}
+    assert np.isin([0.5, 0.6, 0.7, 0.8, 0.9], picked["similarity"]).all()
+
+
+class _Reranker:
+    """A reranker's stand-in: its rerank score is the cosine, and its calibrated threshold 0.7."""
+
+    threshold = 0.7
+    calibration = None
+
+    def cross_scores(self, a: list[str], b: list[str], **_: object) -> np.ndarray:
+        return np.zeros(len(a))
+
+    def pair_scores(self, cosine: np.ndarray, cross: np.ndarray, a: list[str], b: list[str]) -> np.ndarray:
+        return cosine
+
+
+def test_a_given_threshold_is_drawn_around_even_with_a_reranker_that_has_its_own() -> None:
+    model = DrawModel("m", "m", encoder=object(), reranker=_Reranker())  # type: ignore[arg-type]
+    texts = [f"t{i}" for i in range(200)]
+    _, threshold, source, score = score_pool(pool_of([0.1, 0.5, 0.9]), texts, model, 0.3)
+    assert (threshold, source, score) == (0.3, "given", "rerank")
+    _, threshold, source, _ = score_pool(pool_of([0.1, 0.5, 0.9]), texts, model, None)
+    assert threshold == 0.7 and source == "rerank threshold stored with m"
+
+
+def test_without_a_threshold_the_pairs_are_drawn_around_the_pools_median_score() -> None:
+    """No threshold given and none calibrated: the pool's median, which a few high scores do not move."""
+    _, threshold, source, score = score_pool(pool_of([0.0, 0.1, 0.2, 1.0]), [], DrawModel(TFIDF, TFIDF), None)
+    assert (threshold, source, score) == (pytest.approx(0.15), "median score of the pool", "tfidf")
+
+
+def test_the_items_left_out_for_another_text_are_named_in_the_order_of_the_pair_files_rows(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    scored = pd.DataFrame(
+        {"id_a": ["n0", "n1"], "id_b": ["n2", "n3"], "text_a": ["甲", "乙"], "text_b": ["丙", "丁"]}
+    )
+    items = pd.DataFrame({"id": ["n1", "n2", "n4"], "text": ["乙 edited", "丙 edited", "戊"]})
+    with caplog.at_level("WARNING", logger="nlsim"):
+        kept = without_changed_items(items, scored, "pairs.tsv", "corpus.csv")
+    assert kept["id"].tolist() == ["n4"]
+    assert "(row 1 (text_b): n2, row 2 (text_a): n1)" in caplog.text, caplog.text
+
+
+def test_a_corpus_left_with_one_item_whose_text_is_the_pair_files_is_refused(tmp_path: Path) -> None:
+    """Three items, two of them with another text than the pair file's: one item is left to draw from,
+    which makes no pair; refused by name (the corpus), not a draw failing inside."""
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(
+        "pair_id\tsplit\tid_a\tid_b\ttext_a\ttext_b\tscore\np1\ttrain\tn0\tn1\t甲\t乙\t1\n", encoding="utf-8"
+    )
+    items = pd.DataFrame({"id": ["n0", "n1", "n2"], "text": ["甲 edited", "乙 edited", "丙"]})
+    with pytest.raises(InputError) as err:
+        drawable(items, "corpus.csv", pairs, "none")
+    assert err.value.file == "corpus.csv" and "1 item(s) whose text is the pair file's" in err.value.reason
+    kept, done = drawable(items.assign(text=["甲", "乙 edited", "丙"]), "corpus.csv", pairs, "none")
+    assert kept["id"].tolist() == ["n0", "n2"] and done
