@@ -3,10 +3,20 @@ named by its sheet row (the header is sheet row 1) and field."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
-from nlsim.annotation.validate import CORPUS_SOURCE, check_texts, validate_filled
+from nlsim.annotation.validate import (
+    CORPUS_SOURCE,
+    check_new,
+    check_texts,
+    known_texts,
+    mark_times,
+    read_filled,
+    validate_filled,
+)
 from nlsim.errors import InputError
 from nlsim.io import editor_file
 
@@ -125,3 +135,67 @@ def test_a_row_with_an_empty_text_gives_its_item_no_text_for_the_rows_after_it()
     problems = refused(sheet(id_a=["a0", "a0"], text_a=["", "甲"], score=["1", "0"]))
     assert [(e.row, e.field) for e in problems] == [(2, "text_a")]
     assert "empty text" in problems[0].reason
+
+
+def test_the_ids_a_spreadsheet_took_the_zeros_from_are_listed_whole_when_there_are_three(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Three ids given back their leading zeros (as each row's pair id says) are all named, with no
+    "..." after them as if more were left unsaid."""
+    frame = sheet(
+        pair_id=[editor_file.pair_id(f"00{i}", f"n-{i}") for i in (7, 8, 9)],
+        id_a=["7", "8", "9"],
+        id_b=["n-7", "n-8", "n-9"],
+        score=["1", "0", "0.5"],
+    )
+    with caplog.at_level("WARNING", logger="nlsim"):
+        out = validate_filled(frame, "filled.csv")
+    assert out["id_a"].tolist() == ["007", "008", "009"]
+    assert "'9' as '009' (sheet row 4); a spreadsheet reads" in caplog.text, caplog.text
+
+
+def test_a_workbook_named_in_capitals_is_named_as_a_workbook(tmp_path: Path) -> None:
+    path = tmp_path / "FILLED.XLSX"
+    path.write_bytes(b"PK\x03\x04 not a csv")
+    with pytest.raises(InputError, match=r"a spreadsheet workbook \(\.XLSX\), not a CSV file"):
+        read_filled(path)
+
+
+def test_a_pair_known_under_another_pair_id_is_already_annotated_not_a_pair_id_of_another_pair() -> None:
+    """A row of the pair file's pair n0/n1 (p1) under the pair id of its other pair (p2): the row's pair is
+    already annotated, as p1 (``--skip-scored`` skips it), not a new pair to give another id."""
+    existing = pd.DataFrame(
+        {
+            "pair_id": ["p1", "p2"],
+            "id_a": ["n0", "n4"],
+            "id_b": ["n1", "n3"],
+            "text_a": ["甲", "丁"],
+            "text_b": ["乙", "丙"],
+            "score": [1.0, 0.75],
+            "split": ["train", "test"],
+        }
+    )
+    new = validate_filled(sheet(pair_id=["p2"], id_a=["n0"], id_b=["n1"], text_a=["甲"], text_b=["乙"],
+                                score=["0"]), "filled.csv")  # fmt: skip
+    with pytest.raises(InputError) as err:
+        check_new(new, existing, "filled.csv", "pairs.tsv")
+    assert (err.value.row, err.value.field) == (2, "id_a")
+    assert "is already annotated in pairs.tsv as 'p1'" in err.value.reason, err.value.reason
+    assert check_new(new, existing, "filled.csv", "pairs.tsv", skip_scored=True).skipped == {2}
+
+
+def test_an_items_text_in_the_pair_file_is_the_one_known_before_its_text_in_the_corpus() -> None:
+    """The pair file keeps the text its pairs were scored on: an item whose headline the corpus has since
+    edited is known by the pair file's text (a row giving the corpus's is told so), the corpus naming only
+    the items the pair file does not hold."""
+    existing = pd.DataFrame({"id_a": ["n0"], "id_b": ["n1"], "text_a": ["甲"], "text_b": ["乙"]})
+    known = known_texts(existing, "pairs.tsv", None, in_corpus={"n0": "甲 edited", "n2": "丙"})
+    assert known["n0"] == ("甲", "pairs.tsv") and known["n1"] == ("乙", "pairs.tsv")
+    assert known["n2"] == ("丙", f"{CORPUS_SOURCE}None")
+
+
+def test_a_mark_time_is_kept_without_the_white_space_around_it() -> None:
+    raw = sheet(score=["1", ""])
+    raw[editor_file.MARKED_AT] = [" 2026-03-02T08:15:00Z\u00a0", "not read: the row is blank"]
+    early: list[InputError] = []
+    assert mark_times(raw, "filled.csv", early) == {2: "2026-03-02T08:15:00Z"} and early == []
