@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -148,3 +149,49 @@ def test_a_note_for_a_row_that_is_not_its_pair_is_refused_naming_the_row_and_the
         whole.set_in(record, 0, "tsv")
     assert (err.value.row, err.value.field) == (1, None)
     assert note.set_in(record.replace("p1", "p9"), 0, "tsv") == record.replace("p1", "p9") + "seen"
+
+
+def test_a_pair_file_without_splits_gets_a_split_column_with_the_merged_rows_in_train(tmp_path: Path) -> None:
+    """A pair file without a ``split`` column (its pairs of no split): the merge adds the column, empty for
+    the existing rows, and the merged row in the split merged into."""
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("pair_id\ttext_a\ttext_b\tscore\np1\t甲\t乙\t1\n", encoding="utf-8")
+    merge_annotations(export(tmp_path / "marks.csv"), pairs, log=quiet)
+    lines = pairs.read_text(encoding="utf-8").splitlines()
+    assert lines[0].split("\t")[:5] == ["pair_id", "text_a", "text_b", "score", "id_a"]
+    assert "split" in lines[0].split("\t") and lines[1].startswith("p1\t甲\t乙\t1\t")
+    assert load_pairs(pairs)["split"].fillna("").tolist() == ["", "train"]
+
+
+def _written_wrong(
+    monkeypatch: pytest.MonkeyPatch, wrong: Callable[[bytes], bytes], tmp_path: Path
+) -> tuple[Path, bytes, InputError]:
+    """A merge into a two-pair file whose writer changes the bytes it writes by ``wrong``: refused."""
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(f"{HEADER}\n{ROW}\n{ROW.replace('p1', 'p2').replace('n1', 'n5')}\n", encoding="utf-8")
+    before = pairs.read_bytes()
+    write = pair_file._text_bytes
+    monkeypatch.setattr(pair_file, "_text_bytes", lambda *args: wrong(write(*args)))
+    with pytest.raises(InputError) as err:
+        merge_annotations(export(tmp_path / "marks.csv"), pairs, log=quiet)
+    return pairs, before, err.value
+
+
+def test_a_merged_file_that_would_not_read_back_is_refused_naming_the_row(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pairs, before, err = _written_wrong(
+        monkeypatch, lambda data: data.replace(b"\t0.5\t", b"\t7\t"), tmp_path
+    )
+    assert "the merged file would not read back (row 3: " in err.reason and "nothing changed" in err.reason
+    assert pairs.read_bytes() == before
+
+
+def test_a_merged_file_that_reads_back_other_texts_is_refused_counting_the_rows_that_differ(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pairs, before, err = _written_wrong(
+        monkeypatch, lambda data: data.replace("颱風".encode(), b"x"), tmp_path
+    )
+    assert "reads back as 3 pairs, not the 3 of" in err.reason and "(1 differ)" in err.reason, err.reason
+    assert pairs.read_bytes() == before
