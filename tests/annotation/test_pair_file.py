@@ -195,3 +195,26 @@ def test_a_merged_file_that_reads_back_other_texts_is_refused_counting_the_rows_
     )
     assert "reads back as 3 pairs, not the 3 of" in err.reason and "(1 differ)" in err.reason, err.reason
     assert pairs.read_bytes() == before
+
+
+def test_a_parquet_text_column_keeps_its_existing_cells_as_they_were(tmp_path: Path) -> None:
+    """A Parquet pair file's text column keeps each existing cell as it was: an empty text stays an empty
+    text (not made a null), beside the merged row's."""
+    import pyarrow.parquet as pq
+
+    pairs = tmp_path / "pairs.parquet"
+    frame = pd.DataFrame(
+        {
+            "pair_id": ["p1", "p2"],
+            "split": ["train", "test"],
+            "id_a": ["n0", "n4"],
+            "id_b": ["n1", "n3"],
+            "text_a": ["甲", "丁"],
+            "text_b": ["乙", "丙"],
+            "score": [1.0, 0.5],
+            "annotator": ["", "lin"],
+        }
+    )
+    frame.to_parquet(pairs, index=False)
+    merge_annotations(export(tmp_path / "marks.csv"), pairs, log=quiet)
+    assert pq.read_table(pairs).column("annotator").to_pylist() == ["", "lin", "desk"]
