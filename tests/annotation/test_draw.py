@@ -9,15 +9,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from nlsim.annotation import draw
 from nlsim.annotation.draw import (
     TFIDF,
     DrawModel,
+    check_out,
     drawable,
+    editor_rows,
     score_pool,
     select_candidates,
     without_changed_items,
 )
-from nlsim.errors import InputError
+from nlsim.errors import ConfigError, InputError
+from nlsim.io import editor_file
 
 
 def pool_of(similarities: list[float]) -> pd.DataFrame:
@@ -99,3 +103,68 @@ def test_a_corpus_left_with_one_item_whose_text_is_the_pair_files_is_refused(tmp
     assert err.value.file == "corpus.csv" and "1 item(s) whose text is the pair file's" in err.value.reason
     kept, done = drawable(items.assign(text=["甲", "乙 edited", "丙"]), "corpus.csv", pairs, "none")
     assert kept["id"].tolist() == ["n0", "n2"] and done
+
+
+def test_an_out_named_in_capitals_is_a_csv_name(tmp_path: Path) -> None:
+    check_out(tmp_path / "TODO.CSV")
+    with pytest.raises(ConfigError, match="give a name ending in .csv"):
+        check_out(tmp_path / "todo.xlsx")
+
+
+def _drawn(path: Path, **cells: str) -> Path:
+    """A drawn editors' file of one pair, its ``cells`` (annotator, notes) as given."""
+    row = {c: "" for c in editor_file.COLUMNS} | {"pair_id": "ed-1", "id_a": "n0", "id_b": "n1"} | cells
+    pd.DataFrame([row], columns=list(editor_file.COLUMNS)).to_csv(path, index=False)
+    return path
+
+
+def test_a_drawn_file_whose_editors_cells_hold_only_spaces_is_drawn_over(tmp_path: Path) -> None:
+    """A notes or annotator cell of white space only is no editor's work begun: draw writes over the file;
+    one with a note is refused."""
+    check_out(_drawn(tmp_path / "todo.csv", notes=" ", annotator="\u3000"))
+    with pytest.raises(ConfigError, match="1 filled cell"):
+        check_out(_drawn(tmp_path / "todo.csv", notes="same story"))
+
+
+def test_the_drawn_rows_give_the_score_to_four_places() -> None:
+    items = pd.DataFrame({"id": ["n0", "n1"], "text": ["甲", "乙"]})
+    picked = pd.DataFrame({"a": [0], "b": [1], "similarity": [0.123456], "stratum": ["near-threshold"]})
+    rows = editor_rows(picked, items, "m", 0.1234567)
+    assert rows["similarity"].tolist() == [0.1235] and rows["threshold"].tolist() == [0.123457]
+    assert rows["pair_id"].tolist() == [editor_file.pair_id("n0", "n1")]
+
+
+def test_a_given_threshold_is_drawn_around_even_with_a_calibrated_encoder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calibrated = type("Cal", (), {"threshold": 0.8, "conversion": "tw2sp"})()
+    monkeypatch.setattr(draw, "load_calibration", lambda _: calibrated)
+    model = DrawModel("m", "m", encoder=object())
+    assert score_pool(pool_of([0.1, 0.5]), [], model, 0.3, "tw2sp")[1:] == (0.3, "given", "cosine")
+    assert score_pool(pool_of([0.1, 0.5]), [], model, None, "tw2sp")[1:] == (
+        0.8,
+        "calibration of m",
+        "cosine",
+    )
+
+
+def test_more_pairs_asked_than_the_pool_holds_draws_the_pool_half_near_the_threshold() -> None:
+    picked = select_candidates(pool_of([0.1, 0.4, 0.6, 0.9]), 10, 0.5, strata=2)
+    assert len(picked) == 4
+    assert picked["stratum"].tolist() == ["near-threshold", "near-threshold", "sim-bin-1", "sim-bin-2"]
+
+
+def test_the_pairs_drawn_from_a_stratum_are_listed_in_the_pools_order() -> None:
+    picked = select_candidates(pool_of(list(np.linspace(0, 1, 40))), 16, 0.5, strata=2, near_fraction=0.0)
+    for _, rows in picked.groupby("stratum"):
+        assert rows["a"].is_monotonic_increasing and len(rows) == 8, rows["a"].tolist()
+
+
+def test_the_items_left_out_are_listed_whole_when_they_are_as_many_as_shown(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    scored = pd.DataFrame({"id_a": ["n0"], "id_b": ["n1"], "text_a": ["甲"], "text_b": ["乙"]})
+    items = pd.DataFrame({"id": ["n0", "n1", "n2"], "text": ["甲 edited", "乙 edited", "丙"]})
+    with caplog.at_level("WARNING", logger="nlsim"):
+        without_changed_items(items, scored, "pairs.tsv", "corpus.csv", shown=2)
+    assert "(row 1 (text_a): n0, row 1 (text_b): n1) and are left out" in caplog.text, caplog.text
