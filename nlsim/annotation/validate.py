@@ -40,6 +40,7 @@ from nlsim.io.cells import describe, first_control, missing_marker, one_line, sc
 from nlsim.io.corpus import load_items
 from nlsim.io.corpus_schema import spelt_otherwise
 from nlsim.io.pairs import (
+    check_split_leaks,
     header_name,
     item_id,
     normalise_text,
@@ -514,8 +515,15 @@ def _whole_file(
     frame: pd.DataFrame, rownum: pd.Series, source: str | Path, found: list[InputError]
 ) -> pd.DataFrame | None:
     """The sound rows normalised as a pair table (:func:`~nlsim.io.pairs.validate_pairs`); what it still
-    finds across rows (a pair in two splits) is added to ``found``, and ``None`` returned."""
+    finds across rows (a pair in two splits: both rows named by their sheet rows) is added to ``found``, and
+    ``None`` returned."""
     if frame.empty:
+        return None
+    splits = frame["split"].fillna("").astype(str).str.strip() if "split" in frame.columns else ""
+    try:  # the rows of a leak as the sheet shows them: the pair's other row is named in the reason
+        check_split_leaks(frame.assign(split=splits), source, repeated_scores="keep", rows=rownum.tolist())
+    except InputError as exc:
+        found.append(_sheet(source, exc.row, exc.field, exc.reason))
         return None
     try:
         return validate_pairs(frame, source)

@@ -199,3 +199,22 @@ def test_a_mark_time_is_kept_without_the_white_space_around_it() -> None:
     raw[editor_file.MARKED_AT] = [" 2026-03-02T08:15:00Z\u00a0", "not read: the row is blank"]
     early: list[InputError] = []
     assert mark_times(raw, "filled.csv", early) == {2: "2026-03-02T08:15:00Z"} and early == []
+
+
+@pytest.mark.parametrize(
+    ("text_a", "split", "row"),
+    [
+        (["甲", "丙", "甲"], ["train", "train", "test"], 4),
+        (["甲", "甲", "丙"], ["train", "test", "train"], 3),
+    ],
+)
+def test_a_pair_in_two_splits_is_named_by_the_sheet_rows_of_both(
+    text_a: list[str], split: list[str], row: int
+) -> None:
+    """One pair (by its texts) in train and in test: the refusal names the row where it comes again and the
+    row it is the pair of, both as the sheet shows them (the header is sheet row 1)."""
+    text_b = ["丁" if t == "丙" else "乙" for t in text_a]
+    problems = refused(sheet(text_a=text_a, text_b=text_b, score=["1", "0", "1"], split=split))
+    assert [(e.row, e.field) for e in problems] == [(row, "text_a")]
+    reason = problems[0].reason
+    assert "the same pair as row 2 is in split 'train' and in 'test'" in reason, reason
