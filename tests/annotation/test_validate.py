@@ -218,3 +218,57 @@ def test_a_pair_in_two_splits_is_named_by_the_sheet_rows_of_both(
     assert [(e.row, e.field) for e in problems] == [(row, "text_a")]
     reason = problems[0].reason
     assert "the same pair as row 2 is in split 'train' and in 'test'" in reason, reason
+
+
+def test_a_hash_that_is_no_sha256_is_named_as_such() -> None:
+    frame = _shown("颱風要來了", "颱風登陸")
+    frame["sha256_a"] = ["abc123"]
+    _, problems = check_texts(frame, {}, "filled.csv")
+    assert [(e.row, e.field) for e in problems] == [(2, "sha256_a")]
+    assert problems[0].reason == "'abc123' is not a SHA-256 (64 hex digits)"
+
+
+def _scored_pairs(split: str) -> pd.DataFrame:
+    """A pair file's pairs: n0/n1 (p1) in ``split``, n4/n3 (p2) in test."""
+    return pd.DataFrame(
+        {
+            "pair_id": ["p1", "p2"],
+            "id_a": ["n0", "n4"],
+            "id_b": ["n1", "n3"],
+            "text_a": ["甲", "丁"],
+            "text_b": ["乙", "丙"],
+            "score": [1.0, 0.75],
+            "split": [split, "test"],
+        }
+    )
+
+
+def _again(score: str = "0") -> pd.DataFrame:
+    """The editors' file's sound rows: n0/n1 (scored in the pair file) at sheet row 2, a0/b0 at row 3."""
+    frame = sheet(
+        id_a=["n0", "a0"], id_b=["n1", "b0"], text_a=["甲", "戊"], text_b=["乙", "己"], score=[score, "1"]
+    )
+    return validate_filled(frame.assign(pair_id=["", ""]), "filled.csv")
+
+
+def test_with_skip_scored_a_skipped_rows_own_problems_are_not_named() -> None:
+    """A row --skip-scored skips (its pair already annotated) is kept nowhere, so what else is wrong with
+    it (here a cell the pair file cannot hold) refuses nothing; without the option both are named."""
+    cell = InputError(
+        "filled.csv", 2, "annotator", "a tab cannot be written to the TSV pair file", sheet=True
+    )
+    scored = check_new(
+        _again(), _scored_pairs("train"), "filled.csv", "pairs.tsv", skip_scored=True, early=[cell]
+    )
+    assert scored.skipped == {2}
+    with pytest.raises(InputError) as err:
+        check_new(_again(), _scored_pairs("train"), "filled.csv", "pairs.tsv", early=[cell])
+    assert {(e.row, e.field) for e in err.value.problems} == {(2, "annotator"), (2, "id_a")}  # type: ignore[attr-defined]
+
+
+def test_an_overrule_of_a_pair_of_no_split_is_refused_naming_its_split_unnamed() -> None:
+    with pytest.raises(InputError) as err:
+        check_new(_again(), _scored_pairs(""), "filled.csv", "pairs.tsv", intent={2})
+    assert (
+        err.value.row == 2 and "in its unnamed split: only a training pair is overruled" in err.value.reason
+    )
