@@ -18,6 +18,7 @@ from nlsim.annotation.draw import (
     editor_rows,
     score_pool,
     select_candidates,
+    unannotated_pool,
     without_changed_items,
 )
 from nlsim.errors import ConfigError, InputError
@@ -168,3 +169,36 @@ def test_the_items_left_out_are_listed_whole_when_they_are_as_many_as_shown(
     with caplog.at_level("WARNING", logger="nlsim"):
         without_changed_items(items, scored, "pairs.tsv", "corpus.csv", shown=2)
     assert "(row 1 (text_a): n0, row 1 (text_b): n1) and are left out" in caplog.text, caplog.text
+
+
+def test_the_pool_is_said_with_the_pairs_left_out_of_it() -> None:
+    """Three items, two of one text: of the three pairs, the pair of the two equal texts is left out, and so
+    is the second pair of that text with the third item (the same pair again); the log says so."""
+    items = pd.DataFrame({"id": ["n0", "n1", "n2"], "text": ["颱風來了", "颱風來了 ", "股市大漲"]})
+    emb = np.eye(3, dtype=np.float32)
+    said: list[str] = []
+    pool = unannotated_pool(emb, items, set(), k=2, seed=0, log=said.append)
+    assert list(zip(pool["a"], pool["b"], strict=True)) == [(0, 2)]
+    assert said == [
+        "1 candidate pairs not yet annotated (2 already annotated, repeated or of two equal texts)"
+    ]
+
+
+def test_a_corpus_whose_every_pair_is_annotated_is_refused_naming_the_pair_file(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.tsv"
+    corpus.write_text("id\ttitle\nn0\t颱風來了\nn1\t股市大漲\n", encoding="utf-8")
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(
+        "pair_id\tsplit\tid_a\tid_b\ttext_a\ttext_b\tscore\np1\ttrain\tn0\tn1\t颱風來了\t股市大漲\t0\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "todo.csv"
+    with pytest.raises(InputError) as err:
+        draw.draw_candidates(corpus, pairs, out, n=1, scorer=TFIDF, log=lambda _: None)
+    assert f"every pair found is already annotated in {pairs} or pairs two equal texts" in err.value.reason
+    assert not out.exists()
+
+
+def test_of_two_pairs_as_near_the_threshold_the_first_in_the_pool_is_drawn() -> None:
+    picked = select_candidates(pool_of([0.25, 0.75, 0.0, 1.0]), 2, 0.5, strata=1)
+    assert picked["a"].tolist()[0] == 0 and picked["stratum"].tolist()[0] == "near-threshold"
