@@ -272,3 +272,21 @@ def test_an_overrule_of_a_pair_of_no_split_is_refused_naming_its_split_unnamed()
     assert (
         err.value.row == 2 and "in its unnamed split: only a training pair is overruled" in err.value.reason
     )
+
+
+def test_a_field_with_two_problems_is_named_for_the_first_found() -> None:
+    """A text the pair file cannot hold that is also not its item's text: the row's field is named once, for
+    what the editors' file's own check found first (the cell), not for what the pair file's check adds."""
+    cell = InputError("filled.csv", 3, "text_a", "a tab cannot be written to the TSV pair file", sheet=True)
+    text = InputError("filled.csv", 3, "text_a", "item 'a0' has another text than in pairs.tsv", sheet=True)
+    with pytest.raises(InputError) as err:
+        check_new(
+            _again(),
+            _scored_pairs("train"),
+            "filled.csv",
+            "pairs.tsv",
+            skip_scored=True,
+            early=[cell],
+            found=[text],
+        )
+    assert (err.value.row, err.value.field, err.value.reason) == (3, "text_a", cell.reason)
