@@ -56,12 +56,13 @@ CURRENT = "current"
 
 
 def candidate_pool(
-    emb: np.ndarray, k: int = 10, n_random: int = 2000, seed: int = 0, block: int = 1024
+    emb: np.ndarray, k: int = 11, n_random: int = 2000, seed: int = 0, block: int = 1024
 ) -> pd.DataFrame:
-    """Rows ``a < b`` and their cosine: each item's ``k`` nearest neighbours + ``n_random`` random pairs."""
+    """Rows ``a < b`` and their cosine: each item's ``k`` nearest neighbours (the item itself never among
+    them) + ``n_random`` random pairs. ``k`` is 11 by default: the pool every batch so far was drawn from."""
     n = len(emb)
     found: dict[tuple[int, int], float] = {}
-    kk = min(k + 1, n)
+    kk = min(k, n)
     for start in range(0, n, block):
         sims = emb[start : start + block] @ emb.T
         for r in range(sims.shape[0]):
@@ -345,7 +346,7 @@ def draw_candidates(
     conversion: str = "tw2sp",
     threshold: float | None = None,
     text_field: str | None = None,
-    k: int = 10,
+    k: int = 11,
     seed: int = 0,
     rerank: bool | None = None,
     model_store: str | Path = "models",

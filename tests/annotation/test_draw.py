@@ -202,3 +202,16 @@ def test_a_corpus_whose_every_pair_is_annotated_is_refused_naming_the_pair_file(
 def test_of_two_pairs_as_near_the_threshold_the_first_in_the_pool_is_drawn() -> None:
     picked = select_candidates(pool_of([0.25, 0.75, 0.0, 1.0]), 2, 0.5, strata=1)
     assert picked["a"].tolist()[0] == 0 and picked["stratum"].tolist()[0] == "near-threshold"
+
+
+def test_the_pool_holds_each_items_k_nearest_neighbours_and_never_the_item_itself() -> None:
+    from nlsim.annotation.draw import candidate_pool
+
+    angles = np.array([0.0, 0.1, 0.3, 0.65, 1.1, 1.7])  # on a circle, no two gaps alike
+    emb = np.stack([np.cos(angles), np.sin(angles)], axis=1).astype(np.float32)
+    one = candidate_pool(emb, k=1, n_random=0)
+    assert sorted(map(tuple, one[["a", "b"]].to_numpy().tolist())) == [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)]
+    two = candidate_pool(emb, k=2, n_random=0)
+    got = sorted(map(tuple, two[["a", "b"]].to_numpy().tolist()))
+    assert got == [(0, 1), (0, 2), (1, 2), (2, 3), (3, 4), (3, 5), (4, 5)]
+    assert len(candidate_pool(emb, k=10, n_random=0)) == 15  # every pair of the 6 items, once
