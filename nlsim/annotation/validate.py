@@ -636,15 +636,15 @@ SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
 def _hashed(
     options: list[str], digest: str, filled: str | Path, row: int, side: str, problems: list[InputError]
 ) -> list[str]:
-    """The readings of a text cell whose SHA-256 is ``digest`` (all of them without one); a bad or
-    unmatched hash is added to ``problems``."""
+    """The readings of a text cell whose SHA-256 is ``digest`` (the cell as typed, its hex digits in either
+    case; all of them without one); a bad or unmatched hash is added to ``problems``, quoted as typed."""
     if not digest:
         return options
     tcol, hcol = f"text_{side}", f"sha256_{side}"
-    if not SHA256_HEX.match(digest):
+    if not SHA256_HEX.match(digest.lower()):
         problems.append(_sheet(filled, row, hcol, f"{digest[:70]!r} is not a SHA-256 (64 hex digits)"))
         return []
-    kept = [o for o in options if editor_file.text_sha256(o) == digest]
+    kept = [o for o in options if editor_file.text_sha256(o) == digest.lower()]
     if not kept:
         problems.append(
             _sheet(
@@ -721,7 +721,7 @@ def check_texts(
             raw = str(new[tcol].iloc[i])
             options = list(dict.fromkeys([raw, editor_file.unescape(raw)]))
             digest = "" if hcol not in new.columns or is_blank(new[hcol].iloc[i]) else str(new[hcol].iloc[i])
-            options = _hashed(options, digest.strip().lower(), filled, row, side, problems) or [raw]
+            options = _hashed(options, digest.strip(), filled, row, side, problems) or [raw]
             hashed = bool(digest) and editor_file.text_sha256(options[-1]) == digest.strip().lower()
             now = (current or {}).get(ids[side])
             if hashed or (

@@ -228,6 +228,17 @@ def test_a_hash_that_is_no_sha256_is_named_as_such() -> None:
     assert problems[0].reason == "'abc123' is not a SHA-256 (64 hex digits)"
 
 
+def test_a_hash_is_read_in_either_case_and_quoted_as_typed_when_it_is_none() -> None:
+    from nlsim.io.editor_file import text_sha256
+
+    frame = _shown("颱風要來了", "颱風登陸")
+    frame["sha256_a"] = [text_sha256("颱風要來了").upper()]  # a spreadsheet's hex in capitals
+    assert check_texts(frame, {}, "filled.csv")[1] == []
+    frame["sha256_a"] = ["=A1"]
+    _, problems = check_texts(frame, {}, "filled.csv")
+    assert problems[0].reason == "'=A1' is not a SHA-256 (64 hex digits)"
+
+
 def _scored_pairs(split: str) -> pd.DataFrame:
     """A pair file's pairs: n0/n1 (p1) in ``split``, n4/n3 (p2) in test."""
     return pd.DataFrame(
