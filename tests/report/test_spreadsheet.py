@@ -794,3 +794,72 @@ def test_a_32_bit_score_is_written_with_the_digits_pairs_csv_has(tmp_path: Path)
     rows = list(load_workbook(tmp_path / "r.xlsx").active.iter_rows(values_only=True))
     assert rows[1:] == [("x", 0.70710677), ("y", 1.0)]
     assert "0.70710677" in (tmp_path / "p.csv").read_text(encoding="utf-8")
+
+
+def test_a_title_a_spreadsheet_reads_as_a_number_is_not_named_only_an_id_is() -> None:
+    """A spreadsheet shows the title ``2024-05-01`` or ``007`` otherwise too, but the notice's ``number``
+    warns of ids alone (two items told apart by their ids no more): a title of the kind is not named."""
+    from nlsim.report.spreadsheet import TextChange, written_changes
+
+    pairs = pd.DataFrame({"id_a": ["007"], "id_b": ["b"], "title_a": ["2024-05-01"], "title_b": ["1E5"]})
+    assert written_changes({"pairs.csv": {"pairs": pairs}}) == [
+        TextChange("007", "id", "number", ("pairs.csv",))
+    ]
+
+
+def test_a_zero_or_a_decimal_below_one_shows_as_written() -> None:
+    """A spreadsheet shows the id ``0`` and ``0.25`` as written; only a number with a zero before more
+    digits (``007``, ``00``) loses its zeros."""
+    from nlsim.report.spreadsheet import shown_otherwise
+
+    assert [shown_otherwise(t) for t in ("0", "0.25", "0.5")] == [False, False, False]
+    assert [shown_otherwise(t) for t in ("00", "007", "0.50")] == [True, True, True]
+
+
+def test_a_title_of_emojis_under_a_cells_characters_but_over_its_units_is_named_as_cut() -> None:
+    """A title of 17,000 emojis is under a cell's 32,767 characters by ``len`` but 34,000 by a
+    spreadsheet's count (two each): it is cut, and named so, in every file."""
+    from nlsim.report.spreadsheet import TextChange, written_changes
+
+    members = pd.DataFrame({"item_id": ["a", "b"], "title": ["\U0001f600" * 17_000, "short"]})
+    changes = written_changes({"members.csv": {"members": members}, "report.xlsx": {"members": members}})
+    assert changes == [TextChange("a", "title", "cut", ("members.csv", "report.xlsx"))]
+
+
+def test_a_storys_source_is_named_for_every_member_that_has_it_not_only_those_added() -> None:
+    """A story's ``sources`` cell in report.xlsx holds the sources of all its members: a changed source is
+    named for the member whose source it is (``member_ids``), one added before this run too."""
+    from nlsim.report.spreadsheet import TextChange, written_changes
+
+    items = pd.DataFrame({"id": ["a", "b"], "title": ["x", "y"], "source": ["AP\x07", "Reuters"]})
+    clusters = pd.DataFrame(
+        {"member_ids": [["a", "b"]], "added_ids": [["b"]], "sources": [["AP\x07", "Reuters"]]}
+    )
+    changes = written_changes({"report.xlsx": {"clusters": clusters}}, items)
+    assert changes == [TextChange("a", "source", "characters", ("report.xlsx",))]
+
+
+def test_whole_numbers_stay_numbers_in_the_workbook(tmp_path: Path) -> None:
+    """A story's size (an integer column) is a number cell in report.xlsx, as a flag is a truth value,
+    so a spreadsheet sums and sorts it: neither is stored as text."""
+    import numpy as np
+
+    from nlsim.report.spreadsheet import write_xlsx
+
+    frame = pd.DataFrame({"size": np.array([3, 12], dtype=np.int64), "flag": [True, False], "n": [5, None]})
+    write_xlsx({"clusters": frame}, tmp_path / "r.xlsx")
+    rows = list(load_workbook(tmp_path / "r.xlsx").active.iter_rows(values_only=True))
+    assert rows[1:] == [(3, True, 5), (12, False, None)]
+    assert [type(v) for v in (rows[1][0], rows[2][0], rows[1][1])] == [int, int, bool]
+
+
+def test_text_changes_names_a_formula_only_for_text_read_as_one() -> None:
+    """:func:`text_changes` names ``formula`` for text a CSV file writes with an apostrophe in front, not
+    for a title whose control character alone the files remove."""
+    from nlsim.report.spreadsheet import TextChange, text_changes
+
+    frame = pd.DataFrame({"id": ["a", "b"], "title": ["Bell\x07rings", "=1+1"]})
+    assert text_changes(frame) == [
+        TextChange("a", "title", "characters"),
+        TextChange("b", "title", "formula"),
+    ]
