@@ -206,3 +206,71 @@ def test_editor_labels_of_another_kind_in_training_json_are_left_out_of_the_card
     good = {"merged": {"train": 3}, "from_page": {}, "overruled": {"train": 1}}
     (tmp_path / "training.json").write_text(json.dumps({"n_train": 12, "editor_labels": good}), "utf-8")
     assert model_summary(tmp_path, None).trained.editor_labels == good
+
+
+def test_every_part_of_a_record_reads_back_from_run_json_as_it_was_written() -> None:
+    """A record with each part set, some to an empty value, reads back from its ``run.json`` form equal: the
+    model card's empty metrics and its learning curve, the calibration, an empty inference path, when the
+    store's model was promoted, the editors' cluster changes and the spreadsheet changes."""
+    from nlsim.evaluation.calibration import Calibration
+    from nlsim.report.record import ClusterChange, EditorsRecord, ModelCard
+    from nlsim.report.spreadsheet import TextChange
+
+    info = ModelInfo(
+        requested="current",
+        version="v0002-bb",
+        promoted_at="2026-03-02T10:00:00+00:00",
+        model_id="m",
+        card=ModelCard(metrics={}, store={"created": "2026-03-01"}, learning_curve="/models/m/curve.png"),
+        threshold_calibration=Calibration(0.8, 0.5, 0.9, 0.8, 0.85, 40, 20, created="2026-03-01"),
+        inference={},
+    )
+    editors = EditorsRecord(source="p.csv", cluster_changes=[ClusterChange("a", "b", 1.0, "joined", ["c-1"])])
+    record = RunRecord(
+        model_info=info,
+        editors=editors,
+        finished_at="2026-03-03T00:00:00+00:00",
+        spreadsheet_changes=[TextChange("a", "title", "formula", ("pairs.csv",))],
+    )
+    written = json.loads(json.dumps(record.to_dict(), default=str))
+    assert written["model_info"]["promoted_at"] == "2026-03-02T10:00:00+00:00"
+    assert RunRecord.from_dict(written) == record
+
+
+def test_run_json_holds_what_a_run_made_and_only_that() -> None:
+    """``run.json``: no ``version`` for a model not from the store, ``dissolved`` only when a cluster was,
+    no ``finished_at`` nor ``judge`` before the report is written (then after the headline figures), the
+    quarantined rows as 0 when none were counted, every stage in ``elapsed_s`` and an empty model record as
+    an empty object."""
+    record = RunRecord(model="m", timings_s={"load": 1.0, "report": 2.0})
+    d = record.to_dict()
+    assert d["model_info"] == {} and d["quarantined"] == 0 and d["elapsed_s"] == 3.0
+    assert not {"finished_at", "judge", "spreadsheet_changes"} & set(d)
+    assert d["extra"] == {"merged_into": {}}
+    assert "version" not in ModelInfo(requested="m", version="v1").as_dict()
+    done = list(replace(record, finished_at="2026-03-03T00:00:00+00:00").to_dict())
+    assert done.index("finished_at") > done.index("elapsed_s")
+
+
+def test_a_records_derived_facts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model's name is the one asked for before the encoder's id; a store entry without ``created``
+    has no creation time; a support rule's large floor is kept to six decimals; a switch's zero-shot before
+    is the earlier model's; a stage run twice adds its times; the record takes the log's messages."""
+    from nlsim.clusters.rules import SharedSupport
+    from nlsim.report.record import ModelCard, RunLog, StoryRule
+
+    assert RunRecord(model="asked", model_info=ModelInfo(model_id="enc")).model_name == "asked"
+    assert ModelCard(store={"version": "v1"}).created is None
+    rule = StoryRule.of(SharedSupport(min_share=0.4, large=5, large_floor=0.9412341), "order")
+    assert rule.large_floor == 0.941234
+    switch = ModelSwitch("a", "b").with_versions(ModelInfo(zero_shot=True), ModelInfo(zero_shot=False))
+    assert (switch.from_zero_shot, switch.to_zero_shot) == (True, False)
+    clock = iter([0.0, 1.0, 10.0, 12.0])  # two runs of one stage: 1 s, then 2 s
+    monkeypatch.setattr("nlsim.report.record.time.perf_counter", lambda: next(clock))
+    log = RunLog()
+    for _ in range(2):
+        with log.stage("load"):
+            pass
+    log.messages.append("note")
+    timed = RunRecord().timed(log)
+    assert timed.timings_s == {"load": 3.0} and timed.messages == ["note"]
