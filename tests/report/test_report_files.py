@@ -514,3 +514,87 @@ def test_verify_report_says_a_listed_file_that_is_gone_by_name(tmp_path: Path) -
     (tmp_path / "run.json").write_text('{"files": {"pairs.csv": "ab"}}', encoding="utf-8")
     with pytest.raises(ValueError, match=r"pairs\.csv: listed in run\.json, missing"):
         verify_report(tmp_path)
+
+
+def test_pairs_are_listed_by_cluster_then_highest_score_then_their_ids() -> None:
+    """The pairs table lists each cluster's pairs highest score first, pairs of one score by their first
+    item's id, then their second's."""
+    from nlsim.report.files import pairs_table
+
+    frame = pd.DataFrame(
+        {
+            "id": ["a", "b", "c", "d"],
+            "title": ["t"] * 4,
+            "published_at": pd.to_datetime(["2024-08-01T00:00Z"] * 4, utc=True),
+        }
+    )
+    found = pd.DataFrame({"a": [0, 1, 0, 0], "b": [2, 2, 3, 1], "similarity": [0.91, 0.95, 0.95, 0.99]})
+    labels = pd.Series(["c-1"] * 4)
+    out = pairs_table(frame, found, labels)
+    assert list(zip(out["id_a"], out["id_b"], strict=True)) == [
+        ("a", "b"),
+        ("a", "d"),
+        ("b", "c"),
+        ("a", "c"),
+    ]
+
+
+def test_members_csv_tells_each_members_topic_whether_it_was_added_and_only_its_own_text() -> None:
+    """A member's row holds its cluster's topic, whether it joined in this run, and its own title: a member
+    the items frame lacks has an empty title, not another item's; a frame without times gives empty
+    times."""
+    from nlsim.report.files import members_table
+
+    clusters = pd.DataFrame(
+        {
+            "cluster_id": ["c-1"],
+            "topic_id": ["t-1"],
+            "member_ids": [["a", "b", "gone"]],
+            "added_ids": [["b"]],
+            "representative": ["a"],
+        }
+    )
+    frame = pd.DataFrame({"id": ["a", "b"], "title": ["First", "Second"], "source": ["AP", "AFP"]})
+    out = members_table(clusters, frame)
+    assert out["topic_id"].tolist() == ["t-1"] * 3
+    assert out["added"].tolist() == [False, True, False]
+    assert out["title"].tolist() == ["First", "Second", ""]
+    assert out["published_at"].isna().all()
+
+
+def test_a_finished_record_is_written_as_it_is() -> None:
+    """A record the run finished before its report is written (its finish time, its spreadsheet changes) is
+    the one run.json holds: finishing it again changes nothing."""
+    from nlsim.report.files import finished
+
+    done = RunRecord(model="m", finished_at="2026-03-03T00:00:00+00:00", spreadsheet_changes=[])
+    assert finished(done, None, {"pairs.csv": {"pairs": pd.DataFrame({"id_a": ["=x"]})}}) is done
+
+
+def test_sweeping_takes_nlsims_unfinished_folders_and_leaves_the_rest(tmp_path: Path) -> None:
+    """A killed report write leaves ``.staging-*``, ``.*.old-*`` and ``.*.tmp-*`` folders: they are taken
+    away; a user's folders and files are left."""
+    from nlsim.report.files import sweep_staging
+
+    for name in (".staging-1", ".r1.old-2", ".r1.tmp-3", "mine.tmp-4", "notes"):
+        (tmp_path / name).mkdir()
+    (tmp_path / ".staging-file").write_text("x", encoding="utf-8")
+    assert sorted(sweep_staging(tmp_path)) == [".r1.old-2", ".r1.tmp-3", ".staging-1"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".staging-file", "mine.tmp-4", "notes"]
+
+
+def test_a_chain_record_that_is_a_link_is_left_where_it_points(tmp_path: Path) -> None:
+    """The chain's record beside a new report is removed when it is the chain's own file; a link named so
+    (to a record elsewhere) is left, and so is what it points at."""
+    from nlsim.report.files import CHAIN_RECORD, drop_chain_record
+
+    elsewhere = tmp_path / "kept.json"
+    elsewhere.write_text(json.dumps({"decision": "keep"}), encoding="utf-8")
+    folder = tmp_path / "report"
+    folder.mkdir()
+    (folder / CHAIN_RECORD).symlink_to(elsewhere)
+    assert drop_chain_record(folder) == []
+    assert (folder / CHAIN_RECORD).is_symlink() and elsewhere.is_file()
+    (folder / CHAIN_RECORD).unlink()
+    (folder / CHAIN_RECORD).write_text(json.dumps({"decision": "keep"}), encoding="utf-8")
+    assert drop_chain_record(folder) == [folder / CHAIN_RECORD]
