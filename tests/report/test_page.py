@@ -173,3 +173,85 @@ def test_stories_in_the_hour_a_fall_back_repeats_follow_their_instants_and_show_
         "c-e1": "2024-11-03",
         "c-l1": "2024-11-03",
     }
+
+
+def test_a_title_of_the_lengths_a_list_shows_whole_is_not_cut() -> None:
+    """A title of :data:`TITLE_CHARS` characters is shown whole; a cut title's tooltip of
+    :data:`TOOLTIP_CHARS` characters holds it whole, without an ellipsis."""
+    from nlsim.report.page import TITLE_CHARS, TOOLTIP_CHARS, short_title
+
+    assert short_title("x" * TITLE_CHARS) == ("x" * TITLE_CHARS, None)
+    assert short_title("x" * TOOLTIP_CHARS)[1] == "x" * TOOLTIP_CHARS
+
+
+def test_size_buckets_hold_their_upper_bounds() -> None:
+    """A story of 5, 10 or 20 items is in the bucket that ends with it."""
+    from nlsim.report.page import _size_bucket
+
+    assert [_size_bucket(n) for n in (2, 3, 5, 10, 20, 21)] == ["2", "3", "4–5", "6–10", "11–20", "21+"]
+
+
+def test_stories_are_counted_by_month_and_a_dissolved_story_does_not_stretch_the_days() -> None:
+    """A daily run's dissolved cluster (listed with the members it had) is no story of the page: its old
+    first item does not turn the day count into a month count. Counted by month, a story's period is its
+    year and month."""
+    import pandas as pd
+
+    from nlsim.report.page import _periods, day_or_month
+
+    clusters = pd.DataFrame(
+        {
+            "status": ["new", "dissolved"],
+            "first_published": pd.to_datetime(["2024-08-01T00:00Z", "2023-01-01T00:00Z"], utc=True),
+        }
+    )
+    assert day_or_month(clusters) == "day"
+    assert _periods(["2024-08-01T09:30+08:00", None], "month") == ["2024-08", None]
+
+
+def test_a_title_in_the_runs_own_script_is_not_marked_and_an_unknown_zone_is_utc() -> None:
+    """Only a title whose script is another than the run's gets a ``lang`` of its own, and a run without a
+    conversion has Chinese titles as ``zh``; a zone name that is no zone (a path) gives UTC."""
+    import pandas as pd
+
+    from nlsim.report.page import page_data, page_zone, title_langs
+    from nlsim.report.record import RunRecord
+
+    assert title_langs([{"title": "颱風登陸"}, {"title": "台风登陆"}], "zh-Hant") == {"1": "zh-Hans"}
+    empty = pd.DataFrame({"cluster_id": [], "size": [], "member_ids": [], "representative": []})
+    assert page_data(pd.DataFrame(), empty, RunRecord(model="m"), None)["cjkLang"] == "zh"
+    assert page_zone("../../etc/passwd").key == "UTC"
+
+
+def test_a_storys_pairs_and_copies_and_the_editors_cards_as_the_page_holds_them() -> None:
+    """A story's pairs are held highest score first; only pairs marked as exact copies (not those with the
+    mark missing) make copies; a verdict on an item the page does not hold has no card, and one that
+    confirms the annotators' score says so."""
+    import pandas as pd
+
+    from nlsim.report.page import _copies, _Items, cluster_verdicts, page_data, page_tables
+    from nlsim.report.record import ClusterChange, RunRecord
+
+    frame = pd.DataFrame({"id": ["a", "b", "c"], "title": ["x", "y", "z"]})
+    pairs = pd.DataFrame(
+        {
+            "id_a": ["a", "a"],
+            "id_b": ["b", "c"],
+            "similarity": [0.91, 0.97],
+            "cluster_id": ["c-1", "c-1"],
+            "exact_copy": [True, None],
+        }
+    )
+    clusters = pd.DataFrame(
+        {"cluster_id": ["c-1"], "size": [3], "member_ids": [["a", "b", "c"]], "representative": ["a"]}
+    )
+    data = page_data(pairs, clusters, RunRecord(model="m", threshold=0.9), frame)
+    assert [p["similarity"] for p in data["clusters"][0]["pairs"]] == [0.97, 0.91]
+    item = _Items(frame, page_tables(RunRecord())["items"])
+    assert _copies(pairs, item) == {item("b"): item("a")}
+    rows = [{"cluster_id": "c-1", "member_ids": [0, 1, 2]}]
+    changes = [ClusterChange("a", "zz", 0.0, "split"), ClusterChange("a", "b", 1.0, "joined", confirms=True)]
+    cards = cluster_verdicts(rows, changes, "abc".index, "abc")
+    assert cards == {
+        "c-1": [{"how": "joined", "a": 0, "b": 1, "other": None, "overrules": False, "confirms": True}]
+    }
