@@ -407,12 +407,12 @@ def write_csv(frame: pd.DataFrame, path: str | Path) -> None:
 
 def _cell(sheet: Any, value: Any) -> Any:
     """One cell of a write-only sheet: text as a string cell (never a formula), numbers as numbers, nothing
-    for a missing value."""
+    for a missing value (``None``, NaN, ``NaT``, or pandas' ``NA`` of a nullable column)."""
     from openpyxl.cell import WriteOnlyCell  # deferred: only the report needs openpyxl
 
     if isinstance(value, np.generic):
         value = value.item()
-    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NaT:
+    if value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and np.isnan(value)):
         return None
     if isinstance(value, (bool, int, float)):
         return value

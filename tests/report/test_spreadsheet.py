@@ -863,3 +863,15 @@ def test_text_changes_names_a_formula_only_for_text_read_as_one() -> None:
         TextChange("a", "title", "characters"),
         TextChange("b", "title", "formula"),
     ]
+
+
+def test_a_missing_value_of_a_nullable_column_is_an_empty_cell(tmp_path: Path) -> None:
+    from nlsim.report.spreadsheet import write_xlsx
+
+    path = tmp_path / "report.xlsx"
+    frame = pd.DataFrame(
+        {"id": ["x", "y"], "n": pd.array([5, None], "Int64"), "s": pd.array(["a", None], "string")}
+    )
+    write_xlsx({"t": frame}, path)
+    rows = list(load_workbook(path).worksheets[0].iter_rows(values_only=True))
+    assert rows == [("id", "n", "s"), ("x", 5, "a"), ("y", None, None)]
