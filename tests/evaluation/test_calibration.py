@@ -14,8 +14,11 @@ from nlsim.evaluation.calibration import (
     Calibration,
     calibrate,
     calibrate_scores,
+    check_calibratable,
+    check_threshold,
     load_calibration,
     save_calibration,
+    threshold_metrics,
 )
 from nlsim.evaluation.judge import purity_by_size
 from nlsim.evaluation.levels import SAME_STORY, parse_level
@@ -138,3 +141,91 @@ def test_a_run_with_another_conversion_than_its_calibration_file_is_warned(
         )
         assert (said in caplog.text) is warned, caplog.text
         assert ("give --convert none" in caplog.text) is warned
+
+
+def test_the_cross_validated_choice_runs_with_as_many_pairs_on_each_side_as_folds() -> None:
+    """Five pairs above the level and five below are enough for five folds: no fallback. Each fold holds out
+    one positive; chosen on the other four, the cut sits just below the lowest of them, so the held-out
+    positive is missed when it is the lowest of the five (one fold in five) and nothing negative is ever
+    accepted: out of fold 80 of 100 positives found, F1 160/180 (a fold scored against all five positives,
+    not its own, would give far less)."""
+    from nlsim.evaluation.calibration import CV_FOLDS
+
+    cos = np.linspace(0.95, 0.05, 2 * CV_FOLDS)
+    gold = np.r_[np.ones(CV_FOLDS), np.zeros(CV_FOLDS)]
+    cal = calibrate_scores(cos, gold, level=0.75)  # the default method
+    assert (cal.method, cal.fallback) == ("cross-validated", "")
+    assert cal.threshold == pytest.approx((cos[CV_FOLDS - 1] + cos[CV_FOLDS]) / 2)
+    assert cal.f1 == 1.0
+    assert cal.cv_f1 == pytest.approx(160 / 180, abs=1e-4)
+
+
+def test_the_out_of_fold_f1_is_below_the_best_cut_on_pairs_the_scores_do_not_separate() -> None:
+    """Scores that say nothing of the gold: the best cut on all pairs is luck, and a threshold chosen on four
+    fifths and scored on the fifth must show it (an F1 taken on the pairs it was chosen on would not)."""
+    rng = np.random.default_rng(3)
+    cos = rng.uniform(0, 1, 60)
+    gold = (rng.uniform(0, 1, 60) < 0.3).astype(float)
+    cal = calibrate_scores(cos, gold, level=0.75)
+    assert cal.method == "cross-validated"
+    assert cal.cv_f1 is not None and cal.cv_f1 < cal.f1 - 0.05, (cal.cv_f1, cal.f1)
+
+
+def test_folds_deal_each_fold_its_share_of_positives() -> None:
+    from nlsim.evaluation.calibration import CV_FOLDS, _folds
+
+    gold = np.zeros(103, dtype=bool)
+    gold[::10] = True  # 11 positives, 92 negatives
+    fold = _folds(gold, np.random.default_rng(0))
+    for k in range(CV_FOLDS):
+        assert int((gold & (fold == k)).sum()) in (11 // CV_FOLDS, 11 // CV_FOLDS + 1)
+        assert int((~gold & (fold == k)).sum()) in (92 // CV_FOLDS, 92 // CV_FOLDS + 1)
+
+
+def test_a_tie_of_f1_takes_the_higher_threshold() -> None:
+    # a cut below 0.9 (P 1, R 1/2) and one below 0.6 (P 1/2, R 1) both have F1 2/3
+    cal = calibrate_scores(np.array([0.9, 0.8, 0.7, 0.6]), np.array([1.0, 0.0, 0.0, 1.0]), 0.75, "best-f1")
+    assert cal.threshold == pytest.approx(0.85)
+    assert cal.f1 == pytest.approx(2 / 3, abs=1e-4)
+
+
+def test_a_tie_of_the_fold_average_takes_the_higher_threshold() -> None:
+    from nlsim.evaluation.calibration import Cuts, cross_validated_cut
+
+    scores = np.linspace(0.9, 0.1, 12)
+    gold = np.array([1, 1, 0, 1, 1, 0, 1, 0, 0, 0, 0, 0], dtype=bool)
+    cuts = Cuts.of(scores)
+    # two cuts that accept the same pairs score alike on every fold: the first (higher) one is taken
+    doubled = Cuts(
+        cuts.order, np.repeat(cuts.ends, 2), np.repeat(cuts.thresholds, 2) - np.tile([0, 1e-4], 12)
+    )
+    best, _ = cross_validated_cut(doubled, gold)
+    assert best % 2 == 0
+
+
+def test_a_threshold_that_accepts_every_pair_is_below_the_lowest_score() -> None:
+    # the best cut accepts all three pairs (F1 0.8): the threshold must accept the lowest one too
+    cos, gold = np.array([0.9, 0.8, 0.1]), np.array([1.0, 0.0, 1.0])
+    cal = calibrate_scores(cos, gold, level=0.75, method="best-f1")
+    assert cal.f1 == pytest.approx(0.8)
+    assert cal.threshold < 0.1
+    assert threshold_metrics(cos, gold, cal.threshold, 0.75)["f1"] == pytest.approx(cal.f1)
+
+
+def test_pairs_all_on_one_side_of_the_level_are_refused_before_a_model_is_loaded() -> None:
+    from nlsim.errors import InputError
+
+    check_calibratable(pd.DataFrame({"score": [1.0, 0.25]}), 0.75, "p.tsv", "validation")
+    for scores, said in (([1.0, 0.875], "all of the 2 pairs"), ([0.5, 0.25], "none of the 2 pairs")):
+        with pytest.raises(InputError, match=said):
+            check_calibratable(pd.DataFrame({"score": scores}), 0.75, "p.tsv", "validation")
+
+
+def test_a_calibration_file_with_a_level_or_threshold_out_of_range_is_refused(tmp_path: Path) -> None:
+    good = Calibration(0.8, 0.875, 1.0, 1.0, 1.0, 10, 5).as_dict()
+    for bad, said in (({"level": 0.0}, "level 0.0"), ({"threshold": -1.5}, "threshold -1.5")):
+        path = tmp_path / "c.json"
+        path.write_text(json.dumps({**good, **bad}), encoding="utf-8")
+        with pytest.raises(StateError, match=said):
+            load_calibration(path)
+    assert check_threshold(-1.0, "t") == -1.0
