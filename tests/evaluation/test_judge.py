@@ -783,3 +783,57 @@ def test_clusters_whose_member_ids_are_numbers_meet_the_judged_pairs() -> None:
     judged = pd.DataFrame({"id_a": ["1"], "id_b": ["2"], "score": [1.0]})
     j = judge_tables(clusters, pd.DataFrame({"id_a": ["1"], "id_b": ["2"]}), judged)
     assert (j["grouped_judged_pairs"], j["precision"], j["recall"]) == (1, 1.0, 1.0)
+
+
+def test_the_reported_pairs_figures_count_pairs_in_either_order_at_the_same_story_level() -> None:
+    """The report's own pairs judged alone (``pairs_only``): an edge reported as b-a is the judged pair
+    a-b, a pair scored exactly 0.875 is the same story, and the recall is over every same-story pair
+    judged (two here: a-b and d-e), not over the reported ones."""
+    clusters = pd.DataFrame({"cluster_id": ["c-a"], "member_ids": [["a", "b", "c"]]})
+    reported = pd.DataFrame({"id_a": ["b", "c", "a"], "id_b": ["a", "b", "c"]})
+    judged = pd.DataFrame(
+        {"id_a": ["a", "b", "a", "d"], "id_b": ["b", "c", "c", "e"], "score": [0.875, 0.0, 0.5, 1.0]}
+    )
+    j = judge_tables(clusters, reported, judged)
+    assert (j["reported_pairs"], j["unjudged_pairs"]) == (3, 0)
+    assert j["pairs_only"] == {"precision": 0.3333, "recall": 0.5, "f1": 0.4, "judged": 3}
+
+
+def test_the_topic_coverage_counts_a_pair_scored_exactly_at_the_topic_level() -> None:
+    from nlsim.evaluation.judge import topic_figures
+
+    f = topic_figures([["a", "b"]], {("a", "b"): 0.75, ("c", "d"): 0.75})
+    assert (f.judged, f.topical, f.precision, f.coverage) == (1, 1, 1.0, 0.5)
+
+
+def _pair_file(path: Path, split: list[str], id_a: list[str], id_b: list[str]) -> Path:
+    n = len(split)
+    pd.DataFrame(
+        {
+            "split": split,
+            "id_a": id_a,
+            "id_b": id_b,
+            "text_a": [f"Text a{i}" for i in range(n)],
+            "text_b": [f"Text b{i}" for i in range(n)],
+            "score": [1.0] * n,
+        }
+    ).to_csv(path, sep="\t", index=False)
+    return path
+
+
+def test_rows_without_a_split_are_warned_of_when_a_split_is_judged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    pairs = _pair_file(
+        tmp_path / "pairs.tsv", ["validation", "", "validation"], ["a", "c", "e"], ["b", "d", "f"]
+    )
+    with caplog.at_level("WARNING", logger="nlsim"):
+        scored = scored_pairs(pairs, "validation")
+    assert list(scored["id_a"]) == ["a", "e"]
+    assert "1 row(s) name no split (row 2) and are left out of the validation pairs" in caplog.text
+
+
+def test_a_row_without_either_id_is_not_an_item_paired_with_itself(tmp_path: Path) -> None:
+    """Two empty ids name no item (the pair is counted as not in the corpus), not the same item twice."""
+    pairs = _pair_file(tmp_path / "pairs.tsv", ["validation"] * 2, ["a", ""], ["b", ""])
+    assert len(scored_pairs(pairs, "validation")) == 2
