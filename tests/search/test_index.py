@@ -422,3 +422,56 @@ def test_a_meta_json_that_holds_no_object_is_refused_for_what_it_holds(
     (tmp_path / "meta.json").write_text(meta, encoding="utf-8")
     with pytest.raises(StateError, match=r"meta\.json is unreadable \(" + says + r".*index is rebuilt"):
         load_index(tmp_path)
+
+
+def test_the_auto_rule_indexes_exactly_up_to_flat_max_inclusive() -> None:
+    assert nindex.resolved_kind("auto", nindex.FLAT_MAX, use_gpu=False) == "flat"
+    assert nindex.resolved_kind("auto", nindex.FLAT_MAX + 1, use_gpu=False) == "ivf"
+
+
+def test_ivf_lists_and_probes_are_bounded_by_what_the_index_can_use(emb: np.ndarray) -> None:
+    """More lists than training vectors are cut to the training vectors, more probes than lists to the
+    lists, when the index is built and when its probes are changed later."""
+    few = nindex.new_index(32, n=500, kind="ivf", use_gpu=False, train=emb[:10], nlist=64)
+    assert few.params["nlist"] == 10 and few.index.nlist == 10
+    index = build_index(emb, kind="ivf", use_gpu=False, nlist=4, nprobe=50)
+    assert index.params["nprobe"] == 4 and index.index.nprobe == 4
+    assert "nprobe 4" in index.describe()
+    index.set_search_params(nprobe=1000)
+    assert index.params["nprobe"] == 4 and index.index.nprobe == 4
+    with pytest.raises(ConfigError, match="nprobe must be at least 1"):
+        index.set_search_params(nprobe=0)
+
+
+def test_the_ivf_training_sample_keeps_row_order() -> None:
+    rows = np.arange(100, dtype=np.float32)[:, None]
+    sample = nindex.training_sample(rows, 30).ravel()
+    assert len(sample) == 30 and len(set(sample)) == 30
+    assert list(sample) == sorted(sample)
+
+
+def test_hnsw_search_breadth_reaches_the_faiss_index(emb: np.ndarray) -> None:
+    index = build_index(emb, kind="hnsw", use_gpu=False, ef_search=77, ef_construction=50)
+    assert index.index.hnsw.efSearch == 77 and index.index.hnsw.efConstruction == 50
+    index.set_search_params(ef_search=90)
+    assert index.index.hnsw.efSearch == 90 and index.params["ef_search"] == 90
+
+
+def test_a_search_for_no_hits_is_refused_and_no_queries_give_k_columns(emb: np.ndarray) -> None:
+    index = build_index(emb, use_gpu=False)
+    with pytest.raises(ConfigError, match="k must be at least 1"):
+        index.search(emb[:2], 0)
+    sims, rows = index.search(emb[:0], 5)
+    assert sims.shape == rows.shape == (0, 5) and rows.dtype == np.int64
+
+
+def test_batched_ivf_search_is_a_cpu_search_of_at_least_the_lists_batch(emb: np.ndarray) -> None:
+    from nlsim.search import ivf_batched
+
+    index = build_index(emb, kind="ivf", use_gpu=False, nlist=4)
+    assert index.batched
+    assert index.batch_size(10) == max(10, ivf_batched.batch_rows(4, index.params["nprobe"], 11)) > 10
+    assert index.batch_size(10**9) == 10**9
+    on_gpu = nindex.SearchIndex(index.index, "ivf", "gpu:0", 32, index.params)
+    assert not on_gpu.batched and on_gpu.batch_size(10) == 10
+    assert not build_index(emb, kind="ivf", use_gpu=False, nlist=4, ivf_search="queries").batched
