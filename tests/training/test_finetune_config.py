@@ -3,6 +3,7 @@ settings training uses on the device and CPU in hand, and fp32_changes, what the
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,60 @@ def test_the_fp32_cross_encoder_epochs_are_checked_only_where_a_cross_encoder_tr
     corpus.write_text("id\ttext\n1\ta\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="--fp32-cross-encoder-epochs"):
         FinetuneConfig.of(reranker=False, silver_corpus=str(corpus), fp32_cross_encoder_epochs=0).check()
+
+
+def test_the_bounds_of_the_settings_take_their_edges() -> None:
+    """Each bound at its edge: what it allows passes the check, the next value is refused by its flag."""
+    from nlsim.training.config import MAX_SEED, MIN_TRAIN_PAIRS
+
+    for fine in (
+        {"rerank_weight": 0.0},
+        {"rerank_weight": 1.0},
+        {"train_size": MIN_TRAIN_PAIRS},
+        {"seed": MAX_SEED},
+        {"batch_size": 1, "loss": "mse"},
+        {"easy_sample": 1.0},
+    ):
+        FinetuneConfig.of(**fine).check()
+    for refused, said in (
+        ({"train_size": MIN_TRAIN_PAIRS - 1}, f"--train-size must be >= {MIN_TRAIN_PAIRS}"),
+        ({"seed": MAX_SEED + 1}, "--seed must be a whole number from 0"),
+        ({"batch_size": 1}, "--loss cosent needs --batch-size >= 2"),
+        ({"drop_easy": 1.0}, "--drop-easy must be in [0, 1)"),
+        ({"easy_sample": 1.5}, "--easy-sample must be in [0, 1]"),
+    ):
+        with pytest.raises(ConfigError, match=re.escape(said)):
+            FinetuneConfig.of(**refused).check()
+
+
+def test_the_cross_encoder_and_the_silver_pairs_train_with_the_recipes_shared_settings() -> None:
+    cfg = FinetuneConfig.of(
+        freeze_embeddings=False, threads=3, seed=7, frozen_layers=2, cross_encoder_frozen_layers=5
+    )
+    ce = cfg.cross_encoder_config()
+    assert (ce.freeze_embeddings, ce.threads, ce.seed, ce.frozen_layers) == (False, 3, 7, 5)
+    assert cfg.silver_config().seed == 7
+    assert (
+        cfg.fp32_settings()["cross_encoder_frozen_layers"] == 5
+    )  # the cross-encoder's, not the bi-encoder's
+
+
+def test_a_learning_curves_runs_train_the_recipe_asked_on_every_device(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A curve is a measurement: each point trains the epochs asked on a CPU without bf16 and the batch
+    size and learning rate asked on a GPU; its threads do not make runs incomparable; a size of the
+    fewest training pairs is a point."""
+    from nlsim.training.config import MIN_TRAIN_PAIRS, LearningCurveConfig
+
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", AVX2_ONLY)
+    curve = LearningCurveConfig(
+        pairs="p.tsv", out="curve", sizes=(MIN_TRAIN_PAIRS, 700), epochs=3, batch_size=8
+    )
+    run = curve.finetune_config(MIN_TRAIN_PAIRS, 1)
+    assert run.for_device("cpu").bi_encoder.epochs == run.bi_encoder.fp32_epochs == 3  # pinned, as recorded
+    on_gpu = run.for_device("cuda:0")
+    assert (on_gpu.recipe.batch_size, on_gpu.bi_encoder.lr) == (8, curve.lr)
+    assert "threads" not in curve.settings()
+    with pytest.raises(ConfigError, match=f"every size must be >= {MIN_TRAIN_PAIRS}"):
+        LearningCurveConfig(pairs="p.tsv", out="curve", sizes=(MIN_TRAIN_PAIRS - 1,))
