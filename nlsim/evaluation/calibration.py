@@ -197,10 +197,10 @@ def calibrate_scores(
             )
         method = "best-f1"
         best = int(np.flatnonzero(f1 >= f1.max() - 1e-12)[0])  # first = highest threshold among ties
-    threshold = float(cuts.thresholds[best])
+    threshold = _stored_threshold(float(cuts.thresholds[best]), cos)
     at = rates(int(tp[best]), int(tp[best] + fp[best]), n_pos)
     return Calibration(
-        threshold=round(threshold, 6),
+        threshold=threshold,
         level=float(level),
         precision=float(at.precision or 0.0),
         recall=float(at.recall or 0.0),
@@ -213,6 +213,14 @@ def calibrate_scores(
         f1_ci95=f1_interval(cos >= threshold, gold),
         **meta,
     )
+
+
+def _stored_threshold(threshold: float, scores: np.ndarray) -> float:
+    """``threshold`` to 6 decimals where that accepts the same scores, else as it is: two scores closer
+    than that (a cut between 0.5 and 0.5000004) must not have their cut rounded onto the lower one, which
+    the stored threshold would then accept."""
+    rounded = round(threshold, 6)
+    return rounded if np.array_equal(scores >= rounded, scores >= threshold) else threshold
 
 
 def threshold_metrics(

@@ -229,3 +229,17 @@ def test_a_calibration_file_with_a_level_or_threshold_out_of_range_is_refused(tm
         with pytest.raises(StateError, match=said):
             load_calibration(path)
     assert check_threshold(-1.0, "t") == -1.0
+
+
+def test_the_stored_threshold_accepts_the_pairs_its_figures_count_for_scores_closer_than_its_rounding() -> (
+    None
+):
+    """A cut between 0.5 and 0.5000004: rounded to 6 decimals it fell on 0.5, and the stored threshold
+    accepted the pair below the cut (precision 0.667 where the calibration said 1.0)."""
+    cos, gold = np.array([0.9, 0.5000004, 0.5]), np.array([1.0, 1.0, 0.0])
+    cal = calibrate_scores(cos, gold, level=0.75, method="best-f1")
+    assert (cal.precision, cal.recall, cal.f1) == (1.0, 1.0, 1.0)
+    assert 0.5 < cal.threshold <= 0.5000004
+    at = threshold_metrics(cos, gold, cal.threshold, 0.75)
+    assert (at["precision"], at["recall"], at["f1"]) == (1.0, 1.0, 1.0)
+    assert calibrate_scores(np.array([0.9, 0.8]), np.array([1.0, 0.0]), 0.75, "best-f1").threshold == 0.85
