@@ -2667,3 +2667,103 @@ def test_a_day_of_the_week_before_a_minguo_date_is_read_as_before_a_date_in_full
     assert read_time_cell(tmp_path, "星期三 民國113年5月1日 08:30") == [pd.Timestamp("2024-05-01T00:30:00Z")]
     assert "a Wednesday" in refused_time_cell(tmp_path, "(四) 民國113年5月1日")
     assert "a Minguo year?" in refused_time_cell(tmp_path, "星期三 113年5月1日")
+
+
+def test_an_items_texts_and_id_are_read_without_the_white_space_around_them(tmp_path):
+    path = write_csv(tmp_path / "c.csv", 'id,title,source\n1,"  Floods in the north "," AP "\n')
+    corpus = load_corpus(path)
+    assert corpus.frame[["title", "source"]].values.tolist() == [["Floods in the north", "AP"]]
+
+
+def test_an_id_of_true_or_false_is_refused_not_read_as_text(tmp_path):
+    """JSON's ``true`` is no id (Python reads it as the integer 1's kind): the row is refused by its field."""
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"id": "a", "title": "Floods"}\n{"id": true, "title": "Storm"}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"row 2, field 'id': id must be text or an integer \(got bool\)"):
+        load_corpus(path)
+
+
+def test_an_item_dated_at_the_latest_time_allowed_is_kept(tmp_path):
+    path = write_csv(tmp_path / "c.csv", "id,title,published_at\n1,Floods,2026-01-01T00:00:00Z\n")
+    assert load_corpus(path, not_after=pd.Timestamp("2026-01-01", tz="UTC")).ids == ["1"]
+    with pytest.raises(InputError, match="dated in the future"):
+        load_corpus(path, not_after=pd.Timestamp("2025-12-31 23:59:59", tz="UTC"))
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        (("description",), "description holds no text"),
+        (("description", "body"), "description,body hold no text"),
+    ],
+)
+def test_nothing_to_embed_without_the_title_says_to_embed_the_title_too(tmp_path, fields, said):
+    path = write_csv(tmp_path / "c.csv", "id,title,description,body\n1,Floods,,\n")
+    with pytest.raises(InputError) as info:
+        load_corpus(path, text_fields=fields)
+    assert said in str(info.value)
+    assert f"or embed the title too (--text-fields title,{','.join(fields)})" in str(info.value)
+
+
+@pytest.mark.parametrize(("rows", "more"), [(3, False), (4, True)])
+def test_every_row_rejected_says_how_many_more_past_the_rows_it_names(tmp_path, rows, more):
+    path = write_csv(tmp_path / "c.csv", "id,title\n" + "".join(f"{i},\n" for i in range(rows)))
+    with pytest.raises(InputError) as info:
+        load_corpus(path, quarantine=tmp_path / "q.csv")
+    assert ("more)" in str(info.value)) is more and str(info.value).count("field 'title'") == 3
+
+
+def test_a_reason_of_the_longest_length_shown_is_shown_whole():
+    from nlsim.io.corpus import _cut
+
+    assert _cut("x" * 100) == "x" * 100 and _cut("x" * 101) == "x" * 99 + "…"
+
+
+def test_quarantined_rows_are_in_the_files_order_whether_broken_or_refused(tmp_path):
+    """A row refused for its values (row 1) comes before a later row that could not be split (row 2)."""
+    path = write_csv(tmp_path / "c.csv", "id,title\n1,\n2,Floods,extra\n3,Storm\n")
+    corpus = load_corpus(path, quarantine=tmp_path / "q.csv")
+    assert corpus.ids == ["3"] and corpus.quarantined["row"].tolist() == [1, 2]
+
+
+def test_misread_texts_are_named_in_row_order_and_by_the_first_field_misread():
+    from nlsim.io.corpus import misread_warning
+
+    title, description = _misread("颱風凱米今晚登陸", "gb18030"), _misread("全台停班停課", "gb18030")
+    frame = pd.DataFrame(
+        {"id": ["a", "b"], "title": ["Floods", title], "description": [description, description]}
+    )
+    warning = misread_warning("news.csv", frame)
+    assert "in title, description): ids a, b;" in warning and f"the first, {description!r}" in warning
+    frame["title"] = [title, "Floods"]
+    assert f"the first, {title!r}" in misread_warning("news.csv", frame)
+
+
+def test_ids_that_differ_only_in_the_number_of_spaces_are_named_and_one_alone_is_not():
+    from nlsim.io.corpus import lookalike_ids_warning
+
+    assert "'n  1' and 'n 1'" in lookalike_ids_warning("news.csv", ["n 1", "n  1"])
+    assert lookalike_ids_warning("news.csv", ["ｎ２", "n1"]) is None  # nothing it looks like
+
+
+def test_items_are_read_from_the_first_text_column_of_the_list(tmp_path):
+    from nlsim.io.corpus import load_items
+
+    path = tmp_path / "items.jsonl"
+    path.write_text('{"id": 1, "title": "Floods", "title_zh_tw": "水災"}\n', encoding="utf-8")
+    assert load_items(path)["text"].tolist() == ["水災"]
+
+
+def test_texts_of_other_fields_than_the_runs_are_those_fields(tmp_path):
+    corpus = load_corpus(write_csv(tmp_path / "c.csv", "id,title,description\n1,Floods,Rain\n"))
+    assert corpus.texts() == ["Floods Rain"] and corpus.texts(("description",)) == ["Rain"]
+    assert corpus.content_hashes(("description",)) != corpus.content_hashes()
+
+
+@pytest.mark.parametrize(("found", "more"), [(5, False), (6, True)])
+def test_placeholder_and_control_warnings_name_five_rows_then_say_there_are_more(found, more):
+    from nlsim.io.corpus import controls_warning, placeholder_times_warning
+
+    times = placeholder_times_warning("day.csv", [(n, "1970-01-01") for n in range(1, found + 1)])
+    controls = controls_warning("day.csv", [(n, [("title", "\x00")]) for n in range(1, found + 1)])
+    assert ("rows 1, 2, 3, 4, 5 ...;" in times) is more and ("row 5 (title) ...;" in controls) is more
