@@ -501,3 +501,53 @@ def test_a_parquet_pair_file_whose_split_pandas_wrote_as_categories_is_read(tmp_
     )
     assert merge_annotations(filled, pairs, split="train", log=lambda _: None).added == 1
     assert load_pairs(pairs)["split"].tolist() == ["train", "test", "", "test", "train"]
+
+
+def test_one_pair_given_twice_with_scores_that_differ_by_a_rounding_is_not_refused(tmp_path: Path) -> None:
+    """Two rows of one pair whose scores differ only past the ninth decimal (a float written back) have one
+    score; one of them is kept where pairs are counted once."""
+    p = write(tmp_path, "a\tFloods\tRain\t0.3\ttrain\nb\tFloods\tRain\t0.30000000001\ttrain\n")
+    assert load_pairs(p)["score"].round(6).tolist() == [0.3, 0.3]
+
+
+def test_a_split_written_with_spaces_around_it_is_that_split(tmp_path: Path) -> None:
+    p = write(tmp_path, "a\tFloods\tRain\t1\t test \nb\tC\tD\t0\ttrain\n")
+    assert load_pairs(p)["split"].tolist() == ["test", "train"]
+
+
+def test_rows_without_a_split_are_warned_of_only_when_other_rows_have_one(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from nlsim.io.pairs import warn_unsplit
+
+    with caplog.at_level("WARNING", logger="nlsim"):
+        warn_unsplit(
+            pd.DataFrame({"split": ["", ""]}), "test", "p.tsv"
+        )  # a file without splits: said elsewhere
+        assert caplog.text == ""
+        warn_unsplit(pd.DataFrame({"split": ["test", ""]}), "test", "p.tsv")
+    assert "p.tsv: 1 row(s) name no split (row 2)" in caplog.text
+
+
+def test_a_row_whose_two_texts_hold_control_characters_is_counted_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    p = write(tmp_path, "a\tFloods\x00\tRain\x00\t1\ttrain\nb\tC\tD\t0\ttest\n")
+    with caplog.at_level("WARNING", logger="nlsim"):
+        load_pairs(p)
+    assert f"{p}: 1 row(s) hold control characters" in caplog.text
+    assert "row 1 (text_a), row 1 (text_b)" in caplog.text
+
+
+@pytest.mark.parametrize(("repeats", "more"), [(5, ""), (6, " and 1 more")])
+def test_rows_repeating_a_pair_are_named_five_then_counted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, repeats: int, more: str
+) -> None:
+    from nlsim.io.pairs import count_once
+
+    body = "".join(f"p{i}\tFloods\tRain\t1\ttrain\n" for i in range(repeats + 1)) + "x\tC\tD\t0\ttest\n"
+    p = write(tmp_path, body)
+    with caplog.at_level("WARNING", logger="nlsim"):
+        kept = count_once(load_pairs(p), p)
+    assert len(kept) == 2
+    assert caplog.text.rstrip().endswith(f"row 6 (row 1's pair){more}"), caplog.text
