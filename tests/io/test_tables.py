@@ -257,3 +257,43 @@ def test_a_tsv_without_a_doubled_quote_keeps_every_quote_as_written(tmp_path: Pa
     text = "id\ttitle\n" + "".join(f"{n}\t{t}\n" for n, t in enumerate(titles))
     (tmp_path / "r.tsv").write_text(text, encoding="utf-8")
     assert read_table(tmp_path / "r.tsv")["title"].tolist() == titles
+
+
+def test_the_rows_of_a_table_whose_last_line_has_no_line_break_are_all_counted(tmp_path: Path) -> None:
+    from nlsim.io.tables import estimated_rows
+
+    path = tmp_path / "c.csv"
+    path.write_text("id,title\n1,a\n2,b", encoding="utf-8")
+    assert estimated_rows(path) == 2
+
+
+def test_a_byte_that_is_not_utf8_after_a_blank_line_of_a_tsv_is_named_by_its_row(tmp_path: Path) -> None:
+    path = tmp_path / "t.tsv"
+    path.write_bytes(b"id\ttitle\n\n1\ta\n2\t\xff\n")
+    with pytest.raises(InputError, match=r"t\.tsv: row 2, field 'title': not valid UTF-8 text"):
+        read_table(path)
+
+
+def test_tsv_rows_that_cannot_be_split_keep_their_own_row_numbers(tmp_path: Path) -> None:
+    """Two broken rows in a row are rows 1 and 2, as the rows after them are counted on from them."""
+    from nlsim.io.tables import BrokenRow
+
+    path = tmp_path / "t.tsv"
+    path.write_text("id\ttitle\n1\ta\tx\n2\tb\tx\n3\tc\n", encoding="utf-8")
+    broken: list[BrokenRow] = []
+    assert read_table(path, broken=broken).values.tolist() == [["3", "c"]]
+    assert [b.error.row for b in broken] == [1, 2]
+
+
+@pytest.mark.parametrize("cell", ["a\tb", "a\rb", "a\nb"])
+def test_a_tsv_cell_holding_a_tab_or_line_break_is_refused_by_row_and_field(
+    tmp_path: Path, cell: str
+) -> None:
+    import pandas as pd
+
+    from nlsim.io.tables import write_table
+
+    frame = pd.DataFrame({"id": ["1", "2"], "text": ["fine", cell]})
+    with pytest.raises(InputError, match=r"o\.tsv: row 2, field 'text': a tab or newline cannot be written"):
+        write_table(frame, tmp_path / "o.tsv")
+    assert not (tmp_path / "o.tsv").exists()
