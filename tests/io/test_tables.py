@@ -297,3 +297,18 @@ def test_a_tsv_cell_holding_a_tab_or_line_break_is_refused_by_row_and_field(
     with pytest.raises(InputError, match=r"o\.tsv: row 2, field 'text': a tab or newline cannot be written"):
         write_table(frame, tmp_path / "o.tsv")
     assert not (tmp_path / "o.tsv").exists()
+
+
+def test_a_spreadsheets_separator_line_ended_by_crlf_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "news.csv"
+    path.write_bytes(b"sep=;\r\nid;title\r\n1;Floods\r\n")
+    with pytest.raises(InputError, match=r"the first line 'sep=;' tells a spreadsheet the separator"):
+        read_table(path)
+
+
+def test_text_with_nul_bytes_at_both_positions_is_not_taken_for_utf16() -> None:
+    """UTF-32 (a NUL beside every NUL) is no UTF-16 without its mark: only UTF-16 is said to be."""
+    from nlsim.io.tables import utf16_without_mark
+
+    assert utf16_without_mark("id,title\r\n".encode("utf-32-le")) is None
+    assert utf16_without_mark("id,title\r\n".encode("utf-16-le")) == "UTF-16LE"

@@ -440,3 +440,14 @@ def test_a_long_json_array_is_read_in_about_the_time_its_json_lines_take(tmp_pat
     start = time.perf_counter()
     assert len(read_table(tmp_path / "c.json")) == len(rows)
     assert time.perf_counter() - start < 10 * lines + 2
+
+
+def test_parquet_large_string_text_that_is_not_utf8_is_refused_by_row_and_column(tmp_path: Path) -> None:
+    """As for a string column: a large_string column (Polars' text, 64-bit offsets) holding other bytes is
+    refused naming its row and column, not as 'invalid data' alone."""
+    data = b"ok" + b"Storm" + b"caf\xe9"
+    offsets = pa.array([0, 2, 7, 11], pa.int64()).buffers()[1]
+    titles = pa.Array.from_buffers(pa.large_string(), 3, [None, offsets, pa.py_buffer(data)])
+    pq.write_table(pa.table({"id": ["a", "b", "c"], "title": titles}), tmp_path / "c.parquet")
+    with pytest.raises(InputError, match=r"row 3, field 'title': not valid UTF-8 text: byte 0xe9 at byte 3"):
+        read_table(tmp_path / "c.parquet")
