@@ -551,3 +551,19 @@ def test_rows_repeating_a_pair_are_named_five_then_counted(
         kept = count_once(load_pairs(p), p)
     assert len(kept) == 2
     assert caplog.text.rstrip().endswith(f"row 6 (row 1's pair){more}"), caplog.text
+
+
+def test_a_pair_in_a_later_split_is_dropped_from_an_earlier_one_whatever_the_row_order() -> None:
+    """A benchmark's pair given in test before train, or in full-width letters in one split, is one pair:
+    its train row is dropped."""
+    from nlsim.io.pairs import drop_split_leaks
+
+    frame = pd.DataFrame(
+        {
+            "text_a": ["Floods", "Rain", "Ｆｌｏｏｄｓ", "c"],
+            "text_b": ["Rain", "Floods", "rain", "d"],
+            "split": ["test", "train", "train", "train"],
+        }
+    )
+    kept, dropped = drop_split_leaks(frame)
+    assert kept["text_a"].tolist() == ["Floods", "c"] and dropped == 2
