@@ -401,7 +401,8 @@ SHOWN_REASONS = 3
 
 def _every_row_rejected(path: Path, bad: list[dict[str, Any]], quarantine: str | Path | None) -> InputError:
     """The error of a load that kept no row: the first bad rows' reasons, said here since the quarantine file
-    (written only by a load that succeeded) is left as it was.
+    (written only by a load that succeeded) is left as it was. A row that could not be split into fields
+    is named by its row alone.
 
     Example:
         >>> bad = [{"row": 1, "field": "id", "reason": "missing id"}]
@@ -411,7 +412,8 @@ def _every_row_rejected(path: Path, bad: list[dict[str, Any]], quarantine: str |
         q.csv is left as it was (written only when the load succeeds)
     """
     said = "; ".join(
-        f"row {b['row']}, field {b['field']!r}: {_cut(b['reason'])}" for b in bad[:SHOWN_REASONS]
+        f"row {b['row']}" + (f", field {b['field']!r}" if b["field"] else "") + f": {_cut(b['reason'])}"
+        for b in bad[:SHOWN_REASONS]
     )
     more = f"; {len(bad) - SHOWN_REASONS} more" if len(bad) > SHOWN_REASONS else ""
     kept = f"; {quarantine} is left as it was (written only when the load succeeds)" if quarantine else ""

@@ -911,12 +911,11 @@ def test_a_row_that_cannot_be_read_goes_to_quarantine_with_the_rest_read_by_thei
 def test_a_jsonl_file_of_only_broken_lines_is_refused_not_read_as_a_day_without_news(
     tmp_path: Path, allow_empty: bool
 ) -> None:
-    """Refused naming its broken rows, with or without ``allow_empty`` (not as a corpus of no rows)."""
+    """Refused naming its broken rows, with or without ``allow_empty`` (not as a corpus of no rows); a line
+    that is no JSON has no field, and is named by its row alone (not "field ''")."""
     path = tmp_path / "feed.jsonl"
     path.write_text('{"id": "1", "tit\n{"id": "2"\n', encoding="utf-8")
-    with pytest.raises(
-        InputError, match=r"every row was rejected \(2 bad row\(s\): row 1, field '': invalid JSON"
-    ):
+    with pytest.raises(InputError, match=r"every row was rejected \(2 bad row\(s\): row 1: invalid JSON"):
         load_corpus(path, quarantine=tmp_path / "q.csv", allow_empty=allow_empty)
 
 
