@@ -164,17 +164,7 @@ def test_a_workbook_named_in_capitals_is_named_as_a_workbook(tmp_path: Path) -> 
 def test_a_pair_known_under_another_pair_id_is_already_annotated_not_a_pair_id_of_another_pair() -> None:
     """A row of the pair file's pair n0/n1 (p1) under the pair id of its other pair (p2): the row's pair is
     already annotated, as p1 (``--skip-scored`` skips it), not a new pair to give another id."""
-    existing = pd.DataFrame(
-        {
-            "pair_id": ["p1", "p2"],
-            "id_a": ["n0", "n4"],
-            "id_b": ["n1", "n3"],
-            "text_a": ["甲", "丁"],
-            "text_b": ["乙", "丙"],
-            "score": [1.0, 0.75],
-            "split": ["train", "test"],
-        }
-    )
+    existing = _scored_pairs("train")
     new = validate_filled(sheet(pair_id=["p2"], id_a=["n0"], id_b=["n1"], text_a=["甲"], text_b=["乙"],
                                 score=["0"]), "filled.csv")  # fmt: skip
     with pytest.raises(InputError) as err:
