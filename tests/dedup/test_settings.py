@@ -289,3 +289,140 @@ def test_a_large_cluster_of_0_asks_nothing_more_and_a_margin_past_1_is_refused()
     assert rule.clusters(_clique(5, 0.91)) == [[f"i{j}" for j in range(5)]]
     with pytest.raises(ConfigError, match="--large-cluster-margin"):
         DedupConfig.of(corpus="news.parquet", out="out", large_cluster_margin=1.5)
+
+
+@pytest.mark.parametrize(
+    ("record", "given", "flag"),
+    [
+        ("search", {"k": 0}, "--k"),
+        ("search", {"nlist": 0}, "--nlist"),
+        ("search", {"nprobe": 0}, "--nprobe"),
+        ("search", {"window_hours": 0.0}, "--window-hours"),
+        ("clustering", {"support": 0.0}, "--cluster-support"),
+        ("clustering", {"topic_support": 0.0}, "--topic-support"),
+        ("clustering", {"large_share": 0.0}, "--large-cluster-share"),
+        ("clustering", {"large": 2}, "--large-cluster"),
+        ("clustering", {"large_margin": -1.01}, "--large-cluster-margin"),
+    ],
+)
+def test_a_setting_just_past_its_range_is_refused_by_name(
+    record: str, given: dict[str, float], flag: str
+) -> None:
+    """No neighbours, no IVF list, a window of no hours, a share of nothing and a large cluster of two are
+    refused by name before any work."""
+    from nlsim.dedup.settings import ClusteringSettings, SearchSettings
+
+    cls = {"search": SearchSettings, "clustering": ClusteringSettings}[record]
+    with pytest.raises(ConfigError, match=re.escape(flag)):
+        cls(**given)
+
+
+def test_the_ends_of_each_settings_range_are_taken() -> None:
+    """The smallest and largest values each range names are taken as given: one neighbour, one IVF list, a
+    window of 100 years, a share of 1, a large cluster of three, a margin of -1 or 1, 100 years kept,
+    no near misses."""
+    from nlsim.dedup.settings import (
+        MAX_RETENTION_DAYS,
+        MAX_WINDOW_HOURS,
+        ClusteringSettings,
+        ReportSettings,
+        SearchSettings,
+        StateSettings,
+    )
+
+    search = SearchSettings(k=1, nlist=1, nprobe=1, window_hours=MAX_WINDOW_HOURS)
+    assert (search.k, search.nlist, search.nprobe, search.window_hours) == (1, 1, 1, MAX_WINDOW_HOURS)
+    shares = ClusteringSettings(support=1.0, topic_support=1.0, large_share=1.0, large=3, large_margin=-1.0)
+    assert (shares.support, shares.topic_support, shares.large_share, shares.large) == (1.0, 1.0, 1.0, 3)
+    assert ClusteringSettings(large_margin=1.0).large_margin == 1.0
+    kept = StateSettings(folder="st", retention_days=MAX_RETENTION_DAYS)
+    assert kept.retention_days == MAX_RETENTION_DAYS
+    assert ReportSettings(out="rep", near_misses=0).near_misses == 0
+    with pytest.raises(ConfigError, match="--near-misses must be >= 0"):
+        ReportSettings(out="rep", near_misses=-1)
+
+
+def test_a_daily_runs_day_may_be_tomorrow_and_the_first_year_a_clock_holds_but_no_later_or_earlier() -> None:
+    """``check_day`` takes tomorrow (a day of margin for a deployment ahead of UTC) and the first year a
+    clock holds; the day after tomorrow and the year before are refused."""
+    import datetime as dt
+
+    from nlsim.dedup.settings import FUTURE_TOLERANCE_DAYS, check_day
+    from nlsim.io.times import TIME_RANGE
+
+    today = dt.datetime.now(dt.UTC).date()
+    last = today + dt.timedelta(days=FUTURE_TOLERANCE_DAYS)
+    assert check_day(last.isoformat(), "UTC") == last
+    with pytest.raises(ConfigError, match="day after today"):
+        check_day((last + dt.timedelta(days=1)).isoformat(), "UTC")
+    first = dt.date(TIME_RANGE[0], 1, 1)
+    assert check_day(first.isoformat()) == first
+    with pytest.raises(ConfigError, match="clock holds years"):
+        check_day(dt.date(TIME_RANGE[0] - 1, 12, 31).isoformat())
+
+
+def test_a_run_without_a_date_takes_today_on_its_time_zones_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 20:00 UTC on 21 November it is already 22 November in Taipei: a run there without --date is the
+    22nd's, and one in UTC the 21st's."""
+    import datetime as real
+    import types
+
+    from nlsim.dedup import settings
+    from nlsim.dedup.settings import InputSettings
+
+    class Clock(real.datetime):
+        @classmethod
+        def now(cls, tz: real.tzinfo | None = None) -> real.datetime:  # type: ignore[override]
+            return real.datetime(2026, 11, 21, 20, 0, tzinfo=real.UTC).astimezone(tz)
+
+    fake = types.SimpleNamespace(**{n: getattr(real, n) for n in dir(real) if not n.startswith("_")})
+    fake.datetime = Clock
+    monkeypatch.setattr(settings, "dt", fake)
+    taipei = InputSettings(corpus="in/{date}.csv", timezone="Asia/Taipei")
+    assert taipei.run_date() == real.date(2026, 11, 22)
+    assert taipei.corpus_path == "in/2026-11-22.csv"
+    assert InputSettings(corpus="in/{date}.csv").run_date() == real.date(2026, 11, 21)
+
+
+def test_a_large_clusters_share_alone_is_named_in_the_run_record() -> None:
+    """A large cluster held by a share and no margin is named so: the record does not say it needs
+    nothing more."""
+    from nlsim.dedup.settings import ClusteringSettings
+
+    rule = ClusteringSettings(large_share=0.5, large_margin=None)
+    assert rule.describe() == "support 0.4; 5+ items need share 0.5"
+    assert ClusteringSettings(large_margin=None).describe() == "support 0.4"
+
+
+def test_a_path_of_the_dates_year_alone_is_taken() -> None:
+    """``{date:%Y}`` tells two years' days apart (a folder a year): it is a dated path, not one that shows
+    nothing of the date."""
+    from nlsim.dedup.settings import InputSettings, check_placeholders
+
+    check_placeholders("archive/{date:%Y}/news.csv", "--corpus")
+    source = InputSettings(corpus="archive/{date:%Y}/{date:%m%d}.csv", date="2026-11-22")
+    assert source.corpus_path == "archive/2026/1122.csv"
+
+
+def test_accepting_a_model_drop_without_a_state_is_refused() -> None:
+    """--accept-model-drop compares with the state's last run: without --state it is refused by name."""
+    with pytest.raises(ConfigError, match="--accept-model-drop works on a daily state"):
+        StateSettings(accept_model_drop=True)
+
+
+def test_topic_groups_join_at_the_topic_share_not_the_story_share() -> None:
+    """Topic groups use --topic-support: with stories at a share of 0.9 and topics at 0.2, an item linked to
+    one of a pair's two items joins their topic."""
+    from nlsim.dedup.settings import ClusteringSettings
+
+    links = [Link("a", "b", 0.9), Link("b", "c", 0.9)]
+    rules = ClusteringSettings(support=0.9, topic_support=0.2)
+    assert rules.topic_rule_named().clusters(links) == [["a", "b", "c"]]
+    assert rules.story_rule(0.5).clusters(links) != [["a", "b", "c"]]
+
+
+def test_a_report_keeps_200_near_misses_by_default() -> None:
+    """The help and the docs name 200 near misses kept by default."""
+    from nlsim.dedup.settings import ReportSettings
+
+    assert ReportSettings(out="rep").near_misses == 200
