@@ -52,3 +52,16 @@ def test_a_value_given_in_code_stands_over_the_command_lines() -> None:
     config = config_from_args(DedupConfig, args, k=5, out="elsewhere")
     assert (config.search.k, config.report.out) == (5, "elsewhere")
     assert config_from_args(DedupConfig, args).search.k == 7
+
+
+@pytest.mark.parametrize("flag", ["--gpu", "--cpu"])
+def test_either_flag_of_a_pair_given_without_what_it_needs_is_refused_by_name(flag: str) -> None:
+    """``--cpu`` is as much a choice as ``--gpu``: with ``--no-report`` (no search to run), either is refused
+    by its own name."""
+    from nlsim.chain.config import PipelineConfig
+
+    parser = argparse.ArgumentParser(prog="nlsim pipeline")
+    add_config_options(parser, PipelineConfig)
+    args = parser.parse_args([flag, "--no-report"])
+    with pytest.raises(ConfigError, match=f"^{flag} does nothing with --no-report"):
+        config_from_args(PipelineConfig, args)
