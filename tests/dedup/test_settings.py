@@ -342,7 +342,27 @@ def test_the_ends_of_each_settings_range_are_taken() -> None:
         ReportSettings(out="rep", near_misses=-1)
 
 
-def test_a_daily_runs_day_may_be_tomorrow_and_the_first_year_a_clock_holds_but_no_later_or_earlier() -> None:
+def _settings_clock_at(monkeypatch: pytest.MonkeyPatch, when: object) -> None:
+    """nlsim.dedup.settings reads the time ``when`` (an aware datetime) as now, for one test."""
+    import datetime as real
+    import types
+
+    from nlsim.dedup import settings
+
+    class Clock(real.datetime):
+        @classmethod
+        def now(cls, tz: real.tzinfo | None = None) -> real.datetime:  # type: ignore[override]
+            assert isinstance(when, real.datetime)
+            return when.astimezone(tz)
+
+    fake = types.SimpleNamespace(**{n: getattr(real, n) for n in dir(real) if not n.startswith("_")})
+    fake.datetime = Clock
+    monkeypatch.setattr(settings, "dt", fake)
+
+
+def test_a_daily_runs_day_may_be_tomorrow_and_the_first_year_a_clock_holds_but_no_later_or_earlier(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """``check_day`` takes tomorrow (a day of margin for a deployment ahead of UTC) and the first year a
     clock holds; the day after tomorrow and the year before are refused."""
     import datetime as dt
@@ -350,8 +370,8 @@ def test_a_daily_runs_day_may_be_tomorrow_and_the_first_year_a_clock_holds_but_n
     from nlsim.dedup.settings import FUTURE_TOLERANCE_DAYS, check_day
     from nlsim.io.times import TIME_RANGE
 
-    today = dt.datetime.now(dt.UTC).date()
-    last = today + dt.timedelta(days=FUTURE_TOLERANCE_DAYS)
+    _settings_clock_at(monkeypatch, dt.datetime(2026, 11, 21, 23, 59, 59, tzinfo=dt.UTC))
+    last = dt.date(2026, 11, 21) + dt.timedelta(days=FUTURE_TOLERANCE_DAYS)
     assert check_day(last.isoformat(), "UTC") == last
     with pytest.raises(ConfigError, match="day after today"):
         check_day((last + dt.timedelta(days=1)).isoformat(), "UTC")
@@ -365,19 +385,10 @@ def test_a_run_without_a_date_takes_today_on_its_time_zones_clock(monkeypatch: p
     """At 20:00 UTC on 21 November it is already 22 November in Taipei: a run there without --date is the
     22nd's, and one in UTC the 21st's."""
     import datetime as real
-    import types
 
-    from nlsim.dedup import settings
     from nlsim.dedup.settings import InputSettings
 
-    class Clock(real.datetime):
-        @classmethod
-        def now(cls, tz: real.tzinfo | None = None) -> real.datetime:  # type: ignore[override]
-            return real.datetime(2026, 11, 21, 20, 0, tzinfo=real.UTC).astimezone(tz)
-
-    fake = types.SimpleNamespace(**{n: getattr(real, n) for n in dir(real) if not n.startswith("_")})
-    fake.datetime = Clock
-    monkeypatch.setattr(settings, "dt", fake)
+    _settings_clock_at(monkeypatch, real.datetime(2026, 11, 21, 20, 0, tzinfo=real.UTC))
     taipei = InputSettings(corpus="in/{date}.csv", timezone="Asia/Taipei")
     assert taipei.run_date() == real.date(2026, 11, 22)
     assert taipei.corpus_path == "in/2026-11-22.csv"
