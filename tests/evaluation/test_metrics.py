@@ -6,7 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from nlsim.evaluation.metrics import evaluate, metrics_from_scores, metrics_table
+from nlsim.errors import InputError
+from nlsim.evaluation.metrics import (
+    check_scorable,
+    check_scores_differ,
+    evaluate,
+    metrics_from_scores,
+    metrics_table,
+)
 
 
 def test_metrics_values() -> None:
@@ -73,3 +80,27 @@ def test_pair_texts_are_scored_and_trained_on_as_a_dedup_run_gives_them_to_the_m
     converted = convert_pairs(pairs, "none")
     assert converted["text_a"].tolist() == ["正源•尚峰", "Storm warning"]
     assert converted["orig_text_a"].tolist() == pairs["text_a"].tolist()  # the file's text kept as written
+
+
+def test_pearson_is_not_spearman_and_input_must_be_one_dimensional_and_equal_in_length() -> None:
+    m = metrics_from_scores(np.array([0.1, 0.2, 0.9]), np.array([0.0, 0.5, 1.0]))
+    assert m.spearman == 100.0 and m.pearson == 91.77
+    with pytest.raises(ValueError, match="1-d"):
+        metrics_from_scores(np.zeros((2, 2)), np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="equal in length"):
+        metrics_from_scores(np.zeros(2), np.zeros(3))
+
+
+def test_check_scorable_needs_three_pairs_with_differing_scores() -> None:
+    check_scorable(pd.DataFrame({"score": [0.0, 0.5, 1.0]}), "p.tsv")
+    with pytest.raises(InputError, match=r"2 pair\(s\) in the file"):
+        check_scorable(pd.DataFrame({"score": [0.0, 1.0]}), "p.tsv")
+    with pytest.raises(InputError, match="all have the score 0.5"):
+        check_scorable(pd.DataFrame({"score": [0.5, 0.5, 0.5]}), "p.tsv", "test")
+    check_scores_differ(pd.DataFrame({"score": []}), "p.tsv")
+
+
+def test_metrics_table_columns_and_undefined_cells() -> None:
+    table = metrics_table([{"model": "m", "spearman": float("nan"), "pearson": 80.123, "mse": 0.25}])
+    assert table.splitlines()[0] == "| model | spearman | pearson | mse |"
+    assert table.splitlines()[2] == "| m | undefined | 80.12 | 0.2500 |"
