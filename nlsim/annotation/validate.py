@@ -40,7 +40,6 @@ from nlsim.io.cells import describe, first_control, missing_marker, one_line, sc
 from nlsim.io.corpus import load_items
 from nlsim.io.corpus_schema import spelt_otherwise
 from nlsim.io.pairs import (
-    check_split_leaks,
     header_name,
     item_id,
     normalise_text,
@@ -519,17 +518,10 @@ def _whole_file(
     ``None`` returned."""
     if frame.empty:
         return None
-    splits = frame["split"].fillna("").astype(str).str.strip() if "split" in frame.columns else ""
-    try:  # the rows of a leak as the sheet shows them: the pair's other row is named in the reason
-        check_split_leaks(frame.assign(split=splits), source, repeated_scores="keep", rows=rownum.tolist())
+    try:  # rows named as the sheet shows them: a leak's other row is named in the reason
+        return validate_pairs(frame, source, rows=rownum.tolist())
     except InputError as exc:
         found.append(_sheet(source, exc.row, exc.field, exc.reason))
-        return None
-    try:
-        return validate_pairs(frame, source)
-    except InputError as exc:
-        row = int(rownum[exc.row - 1]) if exc.row else None
-        found.append(_sheet(source, row, exc.field, exc.reason))
         return None
 
 

@@ -133,6 +133,7 @@ def validate_pairs(
     *,
     repeated_scores: Literal["refuse", "keep"] = "keep",
     misread: Literal["refuse", "keep"] = "keep",
+    rows: Sequence[int] | None = None,
 ) -> pd.DataFrame:
     """Check a pair table and return it normalised (see the module docstring); raise ``InputError``.
 
@@ -143,6 +144,8 @@ def validate_pairs(
     (:func:`~nlsim.io.cells.misread_utf8`) is an error too, as :func:`load_pairs` and a merge ask of the
     newsroom's pairs; ``"keep"`` (the default) reads a benchmark as published (STS-B holds a few such texts,
     ``Stalloneâ€™s``).
+    ``rows``: the row number each row is named by in an error (a sheet's rows, where rows were set apart);
+    by default 1, 2, ... in the table's order.
 
     Example:
         >>> validate_pairs(pd.DataFrame({"text_a": ["x"], "text_b": ["y"], "score": [1.5]}), "t.csv")
@@ -162,8 +165,10 @@ def validate_pairs(
         frame["split"] = ""
     scores: list[float] = []
     seen: dict[str, int] = {}
+    if rows is not None and len(rows) != len(frame):
+        raise ValueError(f"{len(rows)} row numbers for {len(frame)} rows")
     for i, row in enumerate(frame.itertuples(index=False)):
-        n = i + 1
+        n = int(rows[i]) if rows is not None else i + 1
         rec = row._asdict()
         if all(header_name(rec[c]) == c for c in REQUIRED):  # cat a.tsv b.tsv: b's header is a row of a's
             raise InputError(source, n, "score", "the header again (two files joined?): remove this row")
@@ -195,7 +200,7 @@ def validate_pairs(
     frame["text_b"] = frame["text_b"].astype(str)
     frame["score"] = pd.Series(scores, dtype="float64")
     frame["split"] = frame["split"].fillna("").astype(str).str.strip()
-    check_split_leaks(frame, source, repeated_scores=repeated_scores)
+    check_split_leaks(frame, source, repeated_scores=repeated_scores, rows=rows)
     other = [c for c in frame.columns if c not in COLUMNS]
     return frame[list(COLUMNS) + other]
 

@@ -567,3 +567,22 @@ def test_a_pair_in_a_later_split_is_dropped_from_an_earlier_one_whatever_the_row
     )
     kept, dropped = drop_split_leaks(frame)
     assert kept["text_a"].tolist() == ["Floods", "c"] and dropped == 2
+
+
+def test_validate_pairs_names_each_row_by_the_row_numbers_it_is_given() -> None:
+    """A sheet whose rows 2 and 5 are the sound ones names its faults by those rows, not by 1 and 2."""
+    frame = pd.DataFrame(
+        {"pair_id": ["a", "a"], "text_a": ["x", "y"], "text_b": ["u", "v"], "score": [0.5, 0.5]}
+    )
+    with pytest.raises(InputError) as bad:
+        validate_pairs(frame, "s.xlsx", rows=[2, 5])
+    assert (bad.value.row, bad.value.field) == (5, "pair_id")
+    assert "first at row 2" in bad.value.reason
+    leak = pd.DataFrame(
+        {"text_a": ["x", "x"], "text_b": ["u", "u"], "score": [0.5, 0.5], "split": ["train", "test"]}
+    )
+    with pytest.raises(InputError) as leaked:
+        validate_pairs(leak, "s.xlsx", rows=[3, 9])
+    assert leaked.value.row == 9 and "row 3" in leaked.value.reason
+    with pytest.raises(ValueError, match="1 row numbers for 2 rows"):
+        validate_pairs(leak, "s.xlsx", rows=[3])
