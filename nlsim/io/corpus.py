@@ -714,23 +714,26 @@ def misread_warning(path: str | Path, frame: pd.DataFrame) -> str | None:
         '1 item(s) hold text that reads as UTF-8 misread as cp1252 and saved'
     """
     fields = [f for f in TEXT_FIELDS if f in frame.columns]
-    found: dict[int, tuple[str, str, str, str]] = {}  # row: (field, text, encoding, the text it was)
+    found: dict[int, tuple[str, str, str]] = {}  # row: (its first such text, encoding, the text it was)
+    where: list[str] = []  # every field holding such a text, though a row is counted once
+    encodings: set[str] = set()
     for f in fields:
         for row, value in enumerate(frame[f].tolist()):
-            misread = misread_utf8(value) if isinstance(value, str) and row not in found else None
+            misread = misread_utf8(value) if isinstance(value, str) else None
             if misread is not None:
-                found[row] = (f, value, *misread)
+                found.setdefault(row, (value, *misread))
+                encodings.add(misread[0])
+                where += [f] if f not in where else []
     if not found:
         return None
     rows = sorted(found)
     ids = ", ".join(frame["id"].iloc[rows[:SHOWN_IDS]].astype(str))
-    where = ", ".join(f for f in fields if any(v[0] == f for v in found.values()))
-    encodings = ", ".join(sorted({v[2] for v in found.values()}))
-    _, text, _, was = found[rows[0]]
+    text, _, was = found[rows[0]]
+    misread_as, fields_named = ", ".join(sorted(encodings)), ", ".join(where)
     return (
-        f"{path}: {len(rows)} item(s) hold text that reads as UTF-8 misread as {encodings} and saved again "
+        f"{path}: {len(rows)} item(s) hold text that reads as UTF-8 misread as {misread_as} and saved again "
         f"(a UTF-8 file opened in a program set to another encoding, as Excel on a Windows of another "
-        f"language opens one without a byte-order mark; in {where}): ids {ids}"
+        f"language opens one without a byte-order mark; in {fields_named}): ids {ids}"
         f"{' ...' if len(rows) > SHOWN_IDS else ''}; the first, {text[:30]!r}, was {was[:30]!r}: export the "
         "file from its source again, and open a UTF-8 file in a spreadsheet by importing it as UTF-8"
     )

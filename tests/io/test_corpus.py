@@ -2744,6 +2744,17 @@ def test_misread_texts_are_named_in_row_order_and_by_the_first_field_misread():
     assert f"the first, {title!r}" in misread_warning("news.csv", frame)
 
 
+def test_every_field_holding_a_misread_text_is_named_though_each_row_holds_one_in_its_title():
+    """Both fields of each row are misread: the line names both, and both encodings, not only the title's."""
+    from nlsim.io.corpus import misread_warning
+
+    title, description = _misread("颱風凱米今晚登陸", "cp1252"), _misread("全台停班停課", "gb18030")
+    frame = pd.DataFrame({"id": ["a", "b"], "title": [title, title], "description": [description] * 2})
+    warning = misread_warning("news.csv", frame)
+    assert "2 item(s) hold text that reads as UTF-8 misread as cp1252, gb18030 and saved" in warning
+    assert "in title, description): ids a, b;" in warning and f"the first, {title!r}" in warning
+
+
 def test_ids_that_differ_only_in_the_number_of_spaces_are_named_and_one_alone_is_not():
     from nlsim.io.corpus import lookalike_ids_warning
 
