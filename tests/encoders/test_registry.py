@@ -351,3 +351,97 @@ def test_an_nlsim_json_written_with_a_byte_order_mark_is_read(tmp_path: Path, l3
     (dst / "nlsim.json").write_bytes(b'{"prefix": "\xe9t\xe9: "}')
     with pytest.raises(ConfigError, match=r"nlsim\.json: not UTF-8 text"):
         load_encoder(dst)
+
+
+def _st_modules(folder: Path, *modules: tuple[str, str]) -> None:
+    """A sentence-transformers modules.json listing ``(type's last part, path)`` in order."""
+    listed = [
+        {"idx": i, "path": p, "type": f"sentence_transformers.models.{t}"} for i, (t, p) in enumerate(modules)
+    ]
+    (folder / "modules.json").write_text(json.dumps(listed), encoding="utf-8")
+
+
+def test_the_transformer_module_is_the_one_read_whatever_the_order_and_only_with_its_config(
+    tmp_path: Path,
+) -> None:
+    """A pooling module keeps a config.json of its own: listed first, it is still not the model's folder; a
+    Transformer module whose folder lost config.json is no model folder, not a folder to load."""
+    from nlsim.encoders.registry import _transformer_subfolder
+
+    for sub in ("0_Transformer", "1_Pooling"):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "config.json").write_text("{}")
+    _st_modules(tmp_path, ("Pooling", "1_Pooling"), ("Transformer", "0_Transformer"))
+    assert _transformer_subfolder(tmp_path) == tmp_path / "0_Transformer"
+    (tmp_path / "0_Transformer" / "config.json").unlink()
+    with pytest.raises(ConfigError, match=r"not a model folder \(no config\.json\)"):
+        _transformer_subfolder(tmp_path)
+
+
+def test_a_folder_nlsim_saved_before_manifests_that_lost_config_json_is_named_as_damaged(
+    tmp_path: Path,
+) -> None:
+    """Its nlsim.json says nlsim saved it (with config.json): a StateError naming config.json as missing,
+    not 'not a model folder'."""
+    from nlsim.encoders.registry import _transformer_subfolder
+    from nlsim.errors import StateError
+
+    (tmp_path / "nlsim.json").write_text('{"prefix": "", "max_length": 64}')
+    (tmp_path / "tokenizer.json").write_text("{}")
+    with pytest.raises(StateError, match=r"config\.json: missing; nlsim saved this folder with it"):
+        _transformer_subfolder(tmp_path)
+
+
+def test_a_folder_inside_a_model_store_other_than_its_versions_is_not_called_the_store(
+    tmp_path: Path,
+) -> None:
+    """The store itself and its versions/ folder are named as the store; any other folder in it is no model
+    folder of its own."""
+    from nlsim.encoders.registry import _transformer_subfolder
+    from nlsim.io.model_store import ModelStore
+
+    ModelStore(tmp_path / "store").claim()
+    for folder in (tmp_path / "store", tmp_path / "store" / "versions"):
+        folder.mkdir(exist_ok=True)
+        with pytest.raises(ConfigError, match="a model store, not a model folder"):
+            _transformer_subfolder(folder)
+    (tmp_path / "store" / "other").mkdir()
+    with pytest.raises(ConfigError, match=r"other: not a model folder \(no config\.json\)"):
+        _transformer_subfolder(tmp_path / "store" / "other")
+
+
+def test_a_sentencepiece_model_is_a_tokenizer_file(tmp_path: Path) -> None:
+    """A folder whose tokenizer is a sentencepiece model (as XLM-R's) is not refused for lacking one."""
+    from nlsim.encoders.registry import check_tokenizer_files
+
+    (tmp_path / "config.json").write_text('{"model_type": "xlm-roberta"}')
+    (tmp_path / "sentencepiece.bpe.model").write_bytes(b"spm")
+    check_tokenizer_files(tmp_path, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [
+        ({"max_length": True}, "'max_length' must be a whole number"),
+        ({"weights_sha256": {"model.safetensors": 5}}, "'weights_sha256' must be an object"),
+    ],
+)
+def test_a_true_max_length_or_a_digest_that_is_no_text_is_refused(settings: dict, named: str) -> None:
+    from nlsim.encoders.registry import _checked_settings
+
+    with pytest.raises(ConfigError, match=named):
+        _checked_settings(Path("m/nlsim.json"), settings)
+
+
+def test_an_empty_prefix_in_nlsim_json_overrules_the_sentence_transformers_prompt(tmp_path: Path) -> None:
+    """ "prefix": "" is a prefix given (none), unlike null or no key: the folder's texts are read without
+    the prompt its sentence-transformers config names."""
+    from nlsim.encoders.registry import folder_settings
+
+    (tmp_path / "nlsim.json").write_text('{"prefix": ""}')
+    (tmp_path / "config_sentence_transformers.json").write_text(
+        json.dumps({"prompts": {"query": "query: "}, "default_prompt_name": "query"})
+    )
+    assert folder_settings(tmp_path)["prefix"] == ""
+    (tmp_path / "nlsim.json").write_text('{"prefix": null}')
+    assert folder_settings(tmp_path)["prefix"] == "query: "
