@@ -91,7 +91,7 @@ class CrossEncoder:
         self.head = torch.nn.Linear(int(model.config.hidden_size), 1)
         self.path: Path | None = None  # the folder it was loaded from (its quality_check.json)
         self._watch = WeightsWatch(self.model, self.head)
-        self._digest: tuple[int, str] | None = None  # (weights version, digest)
+        self._digest: tuple[tuple[int, int], str] | None = None  # ((weights version, max length), digest)
 
     def weights_version(self) -> int:
         """A number that moves whenever a weight changes (:class:`nlsim.inference.target.WeightsWatch`, the
@@ -103,9 +103,9 @@ class CrossEncoder:
         self._watch.mark()
 
     def digest(self) -> str:
-        """SHA-256 of what the cross-encoder computes (weights, head, max length), cached until a weight
-        changes."""
-        version = self.weights_version()
+        """SHA-256 of what the cross-encoder computes (weights, head, max length), cached until a weight or
+        the max length changes."""
+        version = (self.weights_version(), self.max_length)
         if self._digest is not None and self._digest[0] == version:
             return self._digest[1]
         h = hashlib.sha256(weights_digest(self.model).encode())

@@ -370,3 +370,38 @@ def test_a_bf16_training_runs_its_training_pairs_frozen_pass_in_bf16_and_keeps_v
     assert any("through the frozen part (the training pairs' in bf16)" in line for line in lines)
     predicted = run.ce.predict(val["text_a"].tolist(), val["text_b"].tolist(), progress=False)
     np.testing.assert_allclose(run.validation_scores, predicted, atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def fresh() -> CrossEncoder:
+    """An untrained cross-encoder over the small model, its head drawn from a fixed seed."""
+    import torch
+
+    torch.manual_seed(5)
+    return CrossEncoder.from_base(FAST_MODEL, max_length=16, threads=1)
+
+
+def test_the_digest_follows_the_encoders_weights_and_the_token_limit(fresh: CrossEncoder) -> None:
+    """Two cross-encoders with one head and one encoder but another token limit, or an encoder weight
+    changed, compute other scores: their digests differ."""
+    import torch
+
+    first = fresh.digest()
+    fresh.max_length = 17
+    try:
+        assert fresh.digest() != first
+    finally:
+        fresh.max_length = 16
+    assert fresh.digest() == first
+    weight = fresh.model.embeddings.word_embeddings.weight
+    kept = weight[100].clone()
+    with torch.no_grad():
+        weight[100] += 1.0
+    fresh.mark_weights_changed()
+    try:
+        assert fresh.digest() != first
+    finally:
+        with torch.no_grad():
+            weight[100] = kept
+        fresh.mark_weights_changed()
+    assert fresh.digest() == first
