@@ -381,6 +381,18 @@ def fresh() -> CrossEncoder:
     return CrossEncoder.from_base(FAST_MODEL, max_length=16, threads=1)
 
 
+def test_a_saved_token_limit_must_be_a_whole_number_of_four_or_more(tmp_path) -> None:
+    from nlsim.errors import StateError
+    from nlsim.rerank.cross_encoder import CONFIG_JSON, saved_max_length
+
+    for bad in ("true", "3", "0"):
+        (tmp_path / CONFIG_JSON).write_text(f'{{"max_length": {bad}}}', encoding="utf-8")
+        with pytest.raises(StateError, match=f"'max_length' holds {bad.title() if bad == 'true' else bad}"):
+            saved_max_length(tmp_path)
+    (tmp_path / CONFIG_JSON).write_text('{"max_length": 4}', encoding="utf-8")
+    assert saved_max_length(tmp_path) == 4
+
+
 def test_the_digest_follows_the_encoders_weights_and_the_token_limit(fresh: CrossEncoder) -> None:
     """Two cross-encoders with one head and one encoder but another token limit, or an encoder weight
     changed, compute other scores: their digests differ."""
@@ -405,3 +417,38 @@ def test_the_digest_follows_the_encoders_weights_and_the_token_limit(fresh: Cros
             weight[100] = kept
         fresh.mark_weights_changed()
     assert fresh.digest() == first
+
+
+def test_reading_pairs_keeps_the_models_mode_and_the_token_limit(fresh: CrossEncoder) -> None:
+    """A read during training leaves the model training; pairs are cut at the token limit, and read with
+    their token types (a BERT model); no pair reads as an empty float array."""
+    long = " ".join(["floods"] * 40)
+    ids, types = fresh.pair_ids([long, "rain"], ["storm", long])
+    assert max(len(i) for i in ids) == 16 and types is not None and any(1 in t for t in types)
+    fresh.model.train()
+    try:
+        fresh.read([long], ["storm"])
+        assert fresh.model.training
+    finally:
+        fresh.model.eval()
+    fresh.read([long], ["storm"])
+    assert not fresh.model.training
+    empty = fresh.predict([], [])
+    assert empty.dtype == np.float64 and empty.shape == (0,)
+
+
+def test_a_head_that_reads_no_text_scores_its_bound_for_every_pair() -> None:
+    """With the head's weights times the last LayerNorm's gain the same in every dimension, the pooled,
+    centred hidden state adds nothing: every pair scores sigmoid(w . beta + b), which is the bound exactly
+    (a bound that left out the centring or the bias would miss it)."""
+    import torch
+
+    ce = CrossEncoder.from_base(FAST_MODEL, max_length=32, threads=1)
+    norm = ce.model.encoder.layer[-1].output.LayerNorm
+    with torch.no_grad():
+        ce.head.weight.copy_((0.3 / norm.weight).reshape(1, -1))
+        ce.head.bias.fill_(1.5)
+    scores = ce.predict(["Floods in the north", "a"], ["Stocks fell sharply today.", "b c d e"])
+    expected = 1 / (1 + np.exp(-float((ce.head.weight.reshape(-1) * norm.bias).sum().detach() + 1.5)))
+    np.testing.assert_allclose(scores, expected, rtol=1e-4)
+    assert ce.score_bound() == pytest.approx(expected, rel=1e-6)
