@@ -125,3 +125,101 @@ def test_two_exports_at_once_never_show_a_half_written_model() -> None:
     }
     assert export_made(target) and (place / "model.onnx").read_bytes() == whole
     assert sorted(p.name for p in place.parent.iterdir()) == [place.name]  # no .tmp- or .old- left
+
+
+def test_a_refusal_is_kept_for_its_weights_forgotten_when_the_export_passes_and_only_the_latest_kept() -> (
+    None
+):
+    """A refusal answers only for the weights it was made for; an export that passes its check forgets its
+    own refusal; a file of another format, or entries that are no record, count as no refusal; past
+    KEEP_REFUSALS the oldest go."""
+    pytest.importorskip("onnxruntime")
+    import re
+
+    from nlsim.inference.onnx import KEEP_REFUSALS, REFUSALS, export_refusal, keep_refusal
+
+    cache = export_cache()
+    target, other = _target(), _target("f" * 64)
+    keep_refusal(target, cache, "")  # nothing to forget: no file written
+    assert not (cache / REFUSALS).exists()
+    keep_refusal(target, cache, "the export differs from torch by 0.2")
+    said = export_refusal(target, cache)
+    assert re.match(r"the export differs from torch by 0\.2; refused on \d{4}-\d\d-\d\d, not exported", said)
+    assert export_refusal(_target("0123456789abcdef" * 3 + "f" * 16), cache) == ""  # same name, other weights
+    keep_refusal(other, cache, "")  # nothing kept for it: the file is left alone
+    assert export_refusal(target, cache)
+    keep_refusal(target, cache, "")
+    assert export_refusal(target, cache) == ""
+    path = cache / REFUSALS
+    keep_refusal(target, cache, "refused")
+    kept = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps({**kept, "format": 99}), encoding="utf-8")
+    assert export_refusal(target, cache) == ""
+    kept["exports"]["bogus"] = "not a record"
+    path.write_text(json.dumps(kept), encoding="utf-8")
+    keep_refusal(other, cache, "refused too")
+    assert "bogus" not in json.loads(path.read_text(encoding="utf-8"))["exports"]
+    for i in range(KEEP_REFUSALS):
+        keep_refusal(_target(f"{i:024x}" + "0" * 40), cache, f"refused {i}")
+    names = list(json.loads(path.read_text(encoding="utf-8"))["exports"])
+    assert len(names) == KEEP_REFUSALS and names[-1] == f"{KEEP_REFUSALS - 1:024x}"
+    assert export_refusal(target, cache) == "" and export_refusal(_target("0" * 64), cache)
+
+
+def test_old_exports_are_evicted_least_recently_used_first_and_only_those_nlsim_made(tmp_path: Path) -> None:
+    """Past KEEP_EXPORTS, the exports used longest ago go; the folders kept this time, a folder without an
+    export manifest and a temporary (dot) folder stay."""
+    import os
+
+    from nlsim.inference.onnx import KEEP_EXPORTS, evict_old_exports
+
+    cache = export_cache()
+    made = [_export(_target(f"{i:024x}" + "0" * 40)) for i in range(KEEP_EXPORTS + 3)]
+    for age, folder in enumerate(made):  # made[0] used most recently
+        os.utime(folder, (1_000_000 - age, 1_000_000 - age))
+    (cache / "mine").mkdir()
+    hidden = cache / ".tmp-export"
+    hidden.mkdir()
+    (hidden / "manifest.json").write_text((made[-1] / "manifest.json").read_text(encoding="utf-8"))
+    os.utime(hidden, (1, 1))
+    evict_old_exports(cache, keep=made[-1])
+    left = sorted(p.name for p in cache.iterdir())
+    expected = [f.name for f in made[: KEEP_EXPORTS - 1]] + [made[-1].name, "mine", ".tmp-export"]
+    assert left == sorted(expected)
+
+
+def test_only_the_exports_nlsim_made_are_dropped_from_the_old_probe_folder(tmp_path: Path) -> None:
+    from nlsim.inference.onnx import drop_stand_in_exports
+
+    made = _export(_target())
+    root = tmp_path / "probes" / "onnx"
+    root.mkdir(parents=True)
+    made.rename(root / made.name)
+    (root / "mine").mkdir()
+    drop_stand_in_exports(tmp_path)
+    assert [p.name for p in root.iterdir()] == ["mine"]
+    (root / "mine").rmdir()
+    drop_stand_in_exports(tmp_path)
+    assert not root.exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "needed"),
+    [("avx avx2 fma", True), ("avx avx2 avx512f avx512_vnni", False), ("neon asimd", False)],
+)
+def test_weights_are_quantized_to_seven_bits_only_on_an_x86_cpu_without_vnni(
+    flags: str, needed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nlsim.inference.onnx import reduce_range_needed
+
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", flags)
+    assert reduce_range_needed() is needed
+
+
+def test_onnx_runtime_is_asked_for_fp32_or_int8_alone() -> None:
+    pytest.importorskip("onnxruntime")
+    from nlsim.errors import ConfigError
+    from nlsim.inference.onnx import onnx_runner
+
+    with pytest.raises(ConfigError, match="ONNX Runtime runs fp32 or int8, not 'bf16'"):
+        onnx_runner(_target(), precision="bf16")
