@@ -4,6 +4,7 @@ under a lower threshold), unless told not to."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -210,3 +211,129 @@ def test_the_clusters_a_day_touched_are_listed_from_a_window_of_millions_of_clus
     assert sorted(table["cluster_id"]) == sorted(touched)
     listed = table.set_index("cluster_id")["member_ids"]
     assert [list(listed[c]) for c in touched[:2]] == [["0", "1"], ["500", "501"]]
+
+
+def test_a_lone_late_item_is_loaded_on_a_fixed_clock_or_when_everything_is_kept(tmp_path) -> None:
+    """A daily run refuses an item dated a year after the rest, unless ``--as-of`` fixes the window's clock
+    (the late item cannot move it) or ``--retention-days 0`` keeps everything (no item expires)."""
+    from nlsim.errors import InputError
+
+    (tmp_path / "day.csv").write_text(
+        "id,title,published_at\nn1,Floods,2024-05-03T08:00Z\nn2,Storm,2024-05-03T09:00Z\n"
+        "n3,Fire,2025-05-03T10:00Z\n",
+        encoding="utf-8",
+    )
+    paths = {"corpus": str(tmp_path / "day.csv"), "out": str(tmp_path / "out"), "state": str(tmp_path / "s")}
+    cfg = DedupConfig.of(**paths, threshold=0.9)
+    with pytest.raises(InputError, match="row 3, field 'published_at'"):
+        stages.load(cfg.input, cfg.state)
+    for settings in ({"as_of": "2025-05-03"}, {"retention_days": 0.0}):
+        cfg = DedupConfig.of(**paths, threshold=0.9, **settings)
+        assert stages.load(cfg.input, cfg.state).ids == ["n1", "n2", "n3"], settings
+
+
+def test_an_error_for_late_items_names_no_row_once_rows_were_set_aside_and_lists_five_ids() -> None:
+    """The error names the first late item's row while rows are still as in the file, and no row once a
+    row was quarantined (the frame's rows are no longer the file's); it lists five ids, with "..." only
+    when there are more."""
+    from nlsim.io.corpus import Corpus
+
+    def error(n_late: int, quarantined: int) -> str:
+        times = pd.to_datetime(
+            ["2024-05-03T08:00Z"] * (2 * n_late) + ["2025-05-03T08:00Z"] * n_late, utc=True
+        )
+        frame = pd.DataFrame({"id": [f"n{i}" for i in range(1, len(times) + 1)], "published_at": times})
+        set_aside = pd.DataFrame({"row": [9] * quarantined, "field": "title", "reason": "empty"})
+        corpus = Corpus(frame, path=Path("day.csv"), quarantined=set_aside)
+        with pytest.raises(Exception) as raised:
+            stages.check_no_lone_late_items(corpus, 30)
+        return str(raised.value)
+
+    assert "row 11" in error(5, 0) and "ids n11, n12, n13, n14, n15)" in error(5, 0)
+    assert "row " not in error(5, 1)
+    assert "ids n13, n14, n15, n16, n17 ...)" in error(6, 0)
+
+
+def test_the_linked_pairs_are_those_at_either_threshold_and_the_near_misses_those_rescored_below() -> None:
+    """A pair at the story threshold itself is a story link; one whose cosine is the topic threshold itself
+    is kept for the topic groups; a topic-only candidate (never rescored: no rerank score) is no near
+    miss."""
+    from nlsim.models.threshold import Levels
+
+    pairs = pd.DataFrame(
+        {
+            "a": [0, 0, 0, 1],
+            "b": [1, 2, 3, 2],
+            "similarity": [0.8, 0.5, np.nan, 0.3],
+            "cosine": [0.9, 0.6, 0.7, 0.4],
+        }
+    ).astype({"similarity": np.float32, "cosine": np.float32})
+    kept, below = stages.linked(pairs, Levels(np.float32(0.8), np.float32(0.7)))
+    assert list(zip(kept["a"], kept["b"], strict=True)) == [(0, 1), (0, 3)]
+    assert list(zip(below["a"], below["b"], strict=True)) == [(0, 2), (1, 2)]
+
+
+def test_the_rerank_stage_rescores_a_candidate_at_the_floor_and_keeps_the_cosine_of_one_below() -> None:
+    """A candidate at the story floor itself can reach the threshold and is read by the cross-encoder; one
+    below it keeps its cosine and no rerank score; and the series veto counts only the pairs it held below
+    the threshold, not those the cross-encoder left there."""
+    window = SimpleNamespace(texts=lambda rows, convert: [TITLES[r] for r in rows])
+    reranker = Reranker(cross_encoder=_LowCross(), slope=1.0, intercept=0.0, weight=0.0)
+    model = SimpleNamespace(reranker=reranker, threshold=SimpleNamespace(value=0.9), story_floor=0.5)
+    config = DedupConfig.of(corpus="c.parquet", out="out", cache=False, progress=False)
+    candidates = pd.DataFrame({"a": [0, 0], "b": [1, 2], "similarity": [0.5, 0.4]}).astype(
+        {"similarity": np.float32}
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        said: list[str] = []
+        patch.setattr(stages, "say", said.append)
+        scored, _ = stages.rerank(candidates, window, model, config.model, False)  # type: ignore[arg-type]
+    got = {(r.a, r.b): (r.similarity, r.cosine, r.cross_encoder) for r in scored.itertuples()}
+    np.testing.assert_allclose(got[(0, 1)][::2], [0.6, 0.6], atol=1e-6)  # read: the rerank score
+    assert np.isnan(got[(0, 2)][0]) and np.isnan(got[(0, 2)][2])  # below the floor: not read
+    np.testing.assert_allclose(got[(0, 2)][1], 0.4, atol=1e-6)  # its cosine kept
+    assert "1 candidate pair: 0 reach the threshold" in said[0]
+    assert "the series veto held 0 pair(s)" in said[0]
+
+
+def test_the_index_says_only_what_differs_from_the_lists_and_probes_asked() -> None:
+    """An IVF index with the lists and probes asked says nothing of them; one with fewer lists says so
+    when this run built it (a kept one says why in its own line)."""
+    from nlsim.dedup.settings import SearchSettings
+    from nlsim.search.index import build_index
+
+    vectors = np.random.default_rng(0).normal(size=(64, 8)).astype("float32")
+    ivf = build_index(vectors, kind="ivf", nlist=4, nprobe=2, use_gpu=False)
+    assert stages.lists_said(SearchSettings(index_kind="ivf", nlist=4, nprobe=2), ivf) is None
+    more = SearchSettings(index_kind="ivf", nlist=8, nprobe=2)
+    assert "--nlist 8" in str(stages.lists_said(more, ivf))
+    assert stages.lists_said(more, ivf, new=False) is None
+
+
+def test_a_verdict_is_a_change_only_where_it_moved_the_clusters() -> None:
+    """A same-story verdict on two items a link already joined changed nothing; a not-the-same-story one
+    the rule could not honour (a chain still holds its items together) split nothing; one that parted
+    exact copies (one story without it, whatever their links) split them."""
+    from nlsim.clusters.constraints import LinkConstraints
+    from nlsim.clusters.verdicts import Verdict
+
+    linked_anyway, unsplit, copies = Verdict("a", "b", 1.0), Verdict("c", "d", 0.0), Verdict("e", "f", 0.0)
+    grouped = stages.Grouped(
+        groups=[["a", "b"], ["c", "d"], ["e"], ["f"]], free=[["a", "b"], ["c", "d"]], bare=[["a", "b"]]
+    )
+    known = LinkConstraints.from_pairs(must=[("a", "b")], cannot=[("c", "d"), ("e", "f")])
+    assignment = {"a": "c-a", "b": "c-a", "c": "c-c", "d": "c-c", "e": "c-e", "f": "c-f"}
+    got = grouped.changes([linked_anyway, unsplit, copies], known, assignment, copies_apart={("e", "f")})
+    assert [(c.id_a, c.id_b, c.change, c.clusters) for c in got] == [("e", "f", stages.SPLIT, ["c-e", "c-f"])]
+
+
+def test_the_links_a_verdict_cut_count_each_copy_and_each_item_the_verdict_left_alone() -> None:
+    """The links the not-the-same-story verdicts cut: a link to a group of copies counts once per copy it
+    links, and an item the rule with the verdicts left in no group counts as cut from its old group."""
+    from nlsim.clusters.rules import Link
+
+    links = [Link("x", "c1", 0.9), Link("x", "y", 0.9)]
+    free = [["x", "c1", "c2", "y"]]
+    assert stages.cut_links(links, [["x", "y"], ["c1", "c2"]], free, {"c2": "c1"}) == 2
+    # the verdict left x and y in no group of two or more
+    assert stages.cut_links([Link("x", "y", 0.9)], [["p", "q"]], [["x", "y"], ["p", "q"]]) == 1

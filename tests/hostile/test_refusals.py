@@ -480,6 +480,9 @@ def test_a_lone_item_dated_a_year_late_never_empties_the_window(tmp_path: Path) 
         (["2024-05-03", "2024-05-03", "2025-05-03"], 30, [3]),  # a year typo among the day's items
         (["2025-05-03", "2024-05-03", "2024-05-03", "2024-05-03"], 30, [1]),
         (["2024-03-20", "2024-05-01"], 30, []),  # an old item republished beside today's: which is wrong?
+        (["2024-05-03", "2024-05-03", "2024-06-02"], 30, []),  # a gap of the retention itself, not more
+        # two wide gaps: every item after the first is refused, not only those after the last
+        (["2024-01-01"] * 6 + ["2024-02-10", "2024-03-21"], 30, [7, 8]),
         (["2024-05-03"] * 5 + ["2024-05-06"] * 5, 1, []),  # Friday's and Monday's items, one day kept
         (["2024-01-01"] * 3 + ["2024-05-01"] * 3, 30, []),  # a backlog as large as the day's news
         (
