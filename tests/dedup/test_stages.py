@@ -337,3 +337,126 @@ def test_the_links_a_verdict_cut_count_each_copy_and_each_item_the_verdict_left_
     assert stages.cut_links(links, [["x", "y"], ["c1", "c2"]], free, {"c2": "c1"}) == 2
     # the verdict left x and y in no group of two or more
     assert stages.cut_links([Link("x", "y", 0.9)], [["p", "q"]], [["x", "y"], ["p", "q"]]) == 1
+
+
+def test_the_editors_record_counts_joins_without_a_link_and_lists_overruled_verdicts_apart() -> None:
+    """Of three same-story verdicts, one on items a link already joined, one on items only the verdict
+    joined, and one a not-the-same-story verdict kept apart: one joined, one refused, and the refused one is
+    listed apart from the decisions. A run with scored pairs and no verdict still has a record."""
+    from nlsim.clusters.verdicts import Verdict, Verdicts
+    from nlsim.dedup.editors import EditorsInput
+
+    verdicts = [Verdict("a", "b", 1.0), Verdict("c", "d", 1.0), Verdict("e", "f", 1.0)]
+    editors = EditorsInput(Verdicts.from_records(verdicts))
+    links = pd.DataFrame({"id_a": ["a"], "id_b": ["b"]})
+    assignment = {"a": "c-a", "b": "c-a", "c": "c-c", "d": "c-c", "e": "c-e", "f": "c-f"}
+    record = stages.editors_record(editors, editors.constraints(), links, assignment)
+    assert record is not None
+    assert (record.joined, record.refused) == (1, 1)
+    assert record.decisions == [["a", "b", 1.0], ["c", "d", 1.0]]
+    assert record.overruled == [["e", "f", 1.0]]
+    scored_only = EditorsInput(scored=frozenset({("a", "b")}))
+    record = stages.editors_record(scored_only, scored_only.constraints(), links, assignment)
+    assert record is not None and record.verdicts == 0
+
+
+def test_the_rule_without_the_not_the_same_story_verdicts_is_grouped_apart() -> None:
+    """With a not-the-same-story verdict, the groups without it (what it cut) are the rule's own, not the
+    groups with it: the link it cut is counted."""
+    from nlsim.clusters.constraints import LinkConstraints
+    from nlsim.clusters.rules import Link
+
+    opts = DedupConfig.of(corpus="c.parquet", out="out", cache=False, progress=False).clustering
+    links = [Link("a", "b", 0.9)]
+    known = LinkConstraints.from_pairs(cannot=[("a", "b")])
+    grouped = stages.grouped_by_rule(opts.story_rule(0.5), links, known, {}, opts.cut)
+    assert [sorted(g) for g in grouped.free] == [["a", "b"]]
+    assert not any({"a", "b"} <= set(g) for g in grouped.groups)
+    assert stages.cut_links(links, grouped.groups, grouped.free) == 1
+
+
+def test_a_daily_windows_table_lists_clusters_of_two_and_the_days_pairs_only_its_clusters(
+    monkeypatch,
+) -> None:
+    """The window's table of a daily run lists every cluster of two items or more (one of two among them),
+    and the day's pairs are those of the clusters the day touched."""
+    empty = pd.DataFrame()
+    made = stages.Clustering(
+        update=SimpleNamespace(assignment={}, events=empty),  # type: ignore[arg-type]
+        items=empty,
+        pairs_all=empty,
+        report_pairs=pd.DataFrame({"cluster_id": ["c-1", "c-2"], "id_a": ["a", "c"], "id_b": ["b", "d"]}),
+        report_clusters=pd.DataFrame({"cluster_id": ["c-1"]}),
+        window_clusters=empty,
+        clusters_state=empty,
+        cut=empty,
+    )
+    table = pd.DataFrame({"cluster_id": ["c-1", "c-2", "c-3"], "size": [2, 3, 1]})
+    monkeypatch.setattr(stages, "cluster", lambda *args, **kwargs: made)
+    monkeypatch.setattr(stages, "cluster_table", lambda *args, **kwargs: table)
+    opts = DedupConfig.of(corpus="c.parquet", out="out", cache=False, progress=False).clustering
+    daily = stages.cluster_daily(None, empty, opts)  # type: ignore[arg-type]
+    assert daily.window_clusters["cluster_id"].tolist() == ["c-1", "c-2"]
+    assert daily.report_pairs["cluster_id"].tolist() == ["c-1"]
+
+
+def test_the_kept_clusters_say_which_run_made_and_last_changed_each() -> None:
+    """A cluster new to the state was made and changed by this run; a kept one the run did not touch keeps
+    its runs, and so does a topic whose items are none of today's."""
+    from nlsim.clusters.order import OrderKey
+
+    key = OrderKey(False, 0, "x")
+    upd = SimpleNamespace(events=pd.DataFrame({"cluster_id": []}), anchors={"c-new": key, "c-old": key})
+    old = pd.DataFrame(
+        {"cluster_id": ["c-old", "t-old"], "created_run": ["r0", "r0"], "updated_run": ["r0", "r0"]}
+    )
+    window = SimpleNamespace(old_clusters=old, today_ids=["n"], run_id="r1")
+    topic = SimpleNamespace(assignment={"x": "t-old"}, anchors={"t-old": key})
+    state = stages._clusters_state(upd, window, topic)  # type: ignore[arg-type]
+    got = {r.cluster_id: (r.created_run, r.updated_run) for r in state.itertuples()}
+    assert got == {"c-new": ("r1", "r1"), "c-old": ("r0", "r0"), "t-old": ("r0", "r0")}
+
+
+def test_a_day_run_again_lists_the_clusters_its_kept_report_listed_but_the_dissolved(tmp_path) -> None:
+    """The day of the state's last run run again reads the report the state keeps; a cluster that report
+    listed dissolved is not listed again."""
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    pd.DataFrame(
+        {
+            "cluster_id": ["c-a", "c-b"],
+            "status": ["new", "dissolved"],
+            "added_ids": [["a", "b"], []],
+            "absorbed": [["c-z"], []],
+        }
+    ).to_parquet(kept / "clusters.parquet")
+    state = SimpleNamespace(last_run={"run_id": "r1"}, report_dir=lambda: kept)
+    window = SimpleNamespace(again="r1", state=state)
+    carried = stages.carried_clusters(window, tmp_path / "out")  # type: ignore[arg-type]
+    assert carried is not None
+    assert carried.to_dict("records") == [
+        {"cluster_id": "c-a", "status": "new", "added": ["a", "b"], "absorbed": ["c-z"]}
+    ]
+
+
+def test_a_carried_cluster_is_listed_only_when_the_run_left_it_alone_and_yields_to_todays_merges() -> None:
+    """Of a day's earlier report, the clusters the run touched again are listed with today's event only,
+    and a cluster id that today's run merged elsewhere says where today's merge put it."""
+    from nlsim.clusters.assign import ClusterUpdate, events_frame
+
+    assignment = {"a": "c-a", "b": "c-a", "c": "c-c", "d": "c-c"}
+    events = events_frame(
+        [{"cluster_id": "c-a", "status": "grown", "added": ["b"], "absorbed": []}], assignment
+    )
+    upd = ClusterUpdate(assignment, {}, events, merged_into={"c-z": "c-a"})
+    carried = pd.DataFrame(
+        {
+            "cluster_id": ["c-a", "c-c"],
+            "status": ["new", "new"],
+            "added": [["a"], ["c", "d"]],
+            "absorbed": [[], ["c-z"]],
+        }
+    )
+    shown = stages.with_carried(upd, carried)
+    assert shown.events[["cluster_id", "status"]].values.tolist() == [["c-a", "grown"], ["c-c", "new"]]
+    assert shown.merged_into == {"c-z": "c-a"}
