@@ -460,3 +460,150 @@ def test_a_carried_cluster_is_listed_only_when_the_run_left_it_alone_and_yields_
     shown = stages.with_carried(upd, carried)
     assert shown.events[["cluster_id", "status"]].values.tolist() == [["c-a", "grown"], ["c-c", "new"]]
     assert shown.merged_into == {"c-z": "c-a"}
+
+
+def test_a_copy_links_to_its_representative_once_at_the_top_of_the_scale() -> None:
+    """Today's copy links to its representative at score 1 with the cosine of their vectors beside it, in
+    place of the pair the search found between them; the other pairs stay as they were."""
+    vectors = np.array([[1.0, 0.0], [0.8, 0.6], [0.0, 1.0]], np.float32)
+    found = SimpleNamespace(count=1, pairs=lambda rows: (np.array([1]), np.array([0])))
+    window = SimpleNamespace(
+        copies=found, query_rows=np.array([1]), embeddings=vectors, items=pd.DataFrame(index=range(3))
+    )
+    pairs = pd.DataFrame({"a": [1, 0], "b": [0, 2], "similarity": [0.97, 0.6]})
+    got = stages.with_copies(pairs, window)  # type: ignore[arg-type]
+    rows = {
+        (r.a, r.b): (round(float(r.similarity), 3), round(float(r.cosine), 3), r.exact_copy)
+        for r in got.itertuples()
+    }
+    assert rows == {(1, 0): (1.0, 0.8, True), (0, 2): (0.6, 0.6, False)}
+    assert len(got) == 2
+
+
+def test_a_kept_index_of_another_kind_is_built_again_and_an_ivf_one_visits_the_probes_asked() -> None:
+    """A daily state's IVF index is built again when the run asks for a flat one, and searched with the
+    run's ``--nprobe``, not the count the earlier run asked for."""
+    from nlsim.dedup.settings import SearchSettings
+    from nlsim.search.index import build_index
+
+    vectors = np.random.default_rng(0).normal(size=(64, 8)).astype("float32")
+    kept = build_index(vectors, kind="ivf", nlist=4, nprobe=1, use_gpu=False)
+    assert stages.kept_index(kept, SearchSettings(index_kind="flat", use_gpu=False)) is None
+    again = stages.kept_index(kept, SearchSettings(index_kind="ivf", nprobe=3, use_gpu=False))
+    assert again is not None and again.params["nprobe"] == 3
+
+
+def test_a_report_shows_the_items_of_the_windows_clusters_and_of_its_near_misses() -> None:
+    """The items a report shows: those of its clusters, of the window's clusters, of its topics, the ends of
+    its pairs and of its near misses; no other."""
+    items = pd.DataFrame({"id": list("abcdefg"), "title": list("ABCDEFG")})
+    members = pd.DataFrame({"member_ids": [["a"]]})
+    clustering = stages.Clustering(
+        update=None,  # type: ignore[arg-type]
+        items=items,
+        pairs_all=pd.DataFrame(),
+        report_pairs=pd.DataFrame({"id_a": ["b"], "id_b": ["c"]}),
+        report_clusters=members,
+        window_clusters=pd.DataFrame({"member_ids": [["d"]]}),
+        clusters_state=pd.DataFrame(),
+        cut=pd.DataFrame(),
+        report_topics=pd.DataFrame({"member_ids": [["e"]]}),
+    )
+    missed = pd.DataFrame({"id_a": ["f"], "id_b": ["a"]})
+    assert stages.report_frame(clustering, missed)["id"].tolist() == list("abcdef")
+
+
+def test_the_near_miss_candidates_are_the_pairs_the_rule_cut_first_then_those_below(monkeypatch) -> None:
+    """The pairs at or above the threshold that the cluster rule left in two clusters are near-miss
+    candidates, listed before those below the threshold."""
+    from nlsim.report import near_misses
+
+    seen: list[pd.DataFrame] = []
+    monkeypatch.setattr(
+        near_misses, "near_miss_pairs", lambda pairs, labels, count: seen.append(pairs) or pairs.iloc[:0]
+    )
+    empty = pd.DataFrame()
+    clustering = stages.Clustering(
+        update=None,  # type: ignore[arg-type]
+        items=pd.DataFrame({"cluster_id": ["c-a", "c-b", None]}),
+        pairs_all=empty,
+        report_pairs=empty,
+        report_clusters=empty,
+        window_clusters=empty,
+        clusters_state=empty,
+        cut=pd.DataFrame({"a": [0], "b": [1], "similarity": [0.95]}),
+    )
+    below = pd.DataFrame({"a": [1], "b": [2], "similarity": [0.5]})
+    assert stages.near_misses(below, clustering, 10).empty
+    assert seen[0][["a", "b"]].values.tolist() == [[0, 1], [1, 2]]
+
+
+def test_a_state_keeps_that_its_rerank_scores_were_not_held_by_the_series_veto() -> None:
+    """A daily state's identity says when the series veto was off, so that turning it on again scores the
+    kept pairs again; with the veto on (or no reranker) it says nothing of it."""
+    encoder = SimpleNamespace(model_id="m", fingerprint="f", dim=4)
+    model = SimpleNamespace(
+        encoder=encoder,
+        reranker=SimpleNamespace(fingerprint="r"),
+        threshold=SimpleNamespace(value=0.9),
+        topic=None,
+    )
+    for veto, said in ((False, {"series_veto": False}), (True, {})):
+        cfg = DedupConfig.of(corpus="c.parquet", out="out", cache=False, progress=False, series_veto=veto)
+        search = stages._window_identity(model, cfg).search  # type: ignore[arg-type]
+        assert {k: v for k, v in search.items() if k == "series_veto"} == said
+
+
+def test_verdicts_on_changed_texts_are_named_three_at_most_and_the_rest_counted(monkeypatch) -> None:
+    """The run names up to three verdicts given on another text than their items carry now, and counts
+    the rest ("and 0 more" is never said)."""
+    said: list[str] = []
+    monkeypatch.setattr(stages, "say", said.append)
+
+    def run(n: int) -> str:
+        changed = frozenset((f"a{i}", f"b{i}") for i in range(n))
+        checked = SimpleNamespace(text_changed=changed)
+        monkeypatch.setattr(
+            stages, "read_editors", lambda *args: SimpleNamespace(checked_texts=lambda titles: checked)
+        )
+        window = SimpleNamespace(state=None, ids=np.array(["x"]), items=pd.DataFrame({"title": ["X"]}))
+        opts = SimpleNamespace(annotated_pairs=None)
+        assert stages.editors(opts, window) is checked  # type: ignore[arg-type]
+        return said[-1]
+
+    assert "(a0/b0, a1/b1, a2/b2)" in run(3)
+    assert "(a0/b0, a1/b1, a2/b2 and 1 more)" in run(4)
+
+
+def test_a_moved_judge_file_takes_the_digest_the_last_run_recorded_for_it(monkeypatch) -> None:
+    """``--judge-pairs`` that cannot be read is the file the state's last run judged on (of the same split,
+    ``all`` when none is named), with the digest that run recorded; a run that recorded none leaves it
+    unread."""
+    state = SimpleNamespace(last_run={"judge": "…"})
+
+    def recorded(sha: str) -> None:
+        judge = SimpleNamespace(pairs="p.tsv", split="all", pairs_sha256=sha)
+        monkeypatch.setattr(
+            stages.RunRecord, "from_dict", staticmethod(lambda d: SimpleNamespace(judge=judge))
+        )
+
+    recorded("abc")
+    assert stages.judged_digest(["p.tsv", None, None], state) == ["p.tsv", None, "abc"]  # type: ignore[arg-type]
+    assert stages.judged_digest(["p.tsv", "test", None], state) == ["p.tsv", "test", None]  # type: ignore[arg-type]
+    recorded("")
+    assert stages.judged_digest(["p.tsv", None, None], state) == ["p.tsv", None, None]  # type: ignore[arg-type]
+
+
+def test_the_rerank_stage_counts_a_pair_at_the_threshold_itself_as_reaching_it(monkeypatch) -> None:
+    """A pair links at ``score >= threshold``: the stage's count of the pairs that reach it says so."""
+    said: list[str] = []
+    monkeypatch.setattr(stages, "say", said.append)
+    window = SimpleNamespace(texts=lambda rows, convert: [TITLES[r] for r in rows])
+    reranker = Reranker(cross_encoder=_LowCross(), slope=1.0, intercept=0.0, weight=0.0)
+    threshold = float(np.float32(0.6))  # the rerank score itself
+    model = SimpleNamespace(reranker=reranker, threshold=SimpleNamespace(value=threshold), story_floor=0.0)
+    config = DedupConfig.of(corpus="c.parquet", out="out", cache=False, progress=False, series_veto=False)
+    candidates = pd.DataFrame({"a": [0], "b": [2], "similarity": [0.7]})
+    scored, _ = stages.rerank(candidates, window, model, config.model, False)  # type: ignore[arg-type]
+    assert float(scored["similarity"].iloc[0]) == threshold
+    assert "1 candidate pair: 1 reaches the threshold" in said[0]
