@@ -607,3 +607,53 @@ def test_the_rerank_stage_counts_a_pair_at_the_threshold_itself_as_reaching_it(m
     scored, _ = stages.rerank(candidates, window, model, config.model, False)  # type: ignore[arg-type]
     assert float(scored["similarity"].iloc[0]) == threshold
     assert "1 candidate pair: 1 reaches the threshold" in said[0]
+
+
+def _copied_window(query_rows: list[int]) -> SimpleNamespace:
+    """Three items, the third a copy of the first (one group of two), the window's rows ``query_rows``
+    today's."""
+    copies = SimpleNamespace(count=1, same_text=None, rep=np.array([0, 1, 0]))
+    times = pd.to_datetime(["2024-05-03T08:00Z", "2024-05-03T09:00Z", "2024-05-03T10:00Z"], utc=True)
+    return SimpleNamespace(
+        ids=np.array(["x0", "x1", "x2"]),
+        query_rows=np.array(query_rows, np.int64),
+        copies=copies,
+        index=None,
+        embeddings=np.array([[1.0, 0.0], [0.8, 0.6], [1.0, 0.0]], np.float32),
+        items=pd.DataFrame({"published_at": times}),
+        old_pairs=pd.DataFrame({"id_a": [], "id_b": []}),
+    )
+
+
+def test_a_group_that_gained_a_copy_keeps_only_the_pairs_with_todays_items() -> None:
+    """Within a time window a group that gained a copy today is searched again by its representative; what
+    it finds between earlier days' items alone is a pair those days found, and is left out."""
+    from nlsim.dedup.settings import SearchSettings
+
+    searched: list[list[int]] = []
+
+    def search(index, vectors, rows, **kwargs) -> pd.DataFrame:  # noqa: ANN001
+        searched.append(rows.tolist())
+        return pd.DataFrame({"a": [0, 2], "b": [1, 1], "similarity": np.float32([0.8, 0.8])})
+
+    window = _copied_window([2])
+    found = stages.neighbors(window, SearchSettings(k=10, window_hours=24), 0.5, False, search)  # type: ignore[arg-type]
+    assert searched == [[0]]
+    assert list(zip(found["a"], found["b"], strict=True)) == [(2, 1)]
+
+
+def test_a_group_is_searched_again_only_once_it_has_more_copies_than_neighbours_asked() -> None:
+    """Without a time window, a group that gained a copy is searched again only when it has more copies
+    than ``k`` (it asks for as many neighbours as it has copies): with as many, an earlier search gave it
+    all it asks for."""
+    from nlsim.dedup.settings import SearchSettings
+
+    searched: list[list[int]] = []
+
+    def search(index, vectors, rows, **kwargs) -> pd.DataFrame:  # noqa: ANN001
+        searched.append(rows.tolist())
+        return pd.DataFrame({"a": [], "b": [], "similarity": np.float32([])})
+
+    for k in (2, 1):
+        stages.neighbors(_copied_window([2]), SearchSettings(k=k), 0.5, False, search)  # type: ignore[arg-type]
+    assert searched == [[], [0]]
