@@ -657,3 +657,74 @@ def test_a_group_is_searched_again_only_once_it_has_more_copies_than_neighbours_
     for k in (2, 1):
         stages.neighbors(_copied_window([2]), SearchSettings(k=k), 0.5, False, search)  # type: ignore[arg-type]
     assert searched == [[], [0]]
+
+
+def test_only_pairs_with_an_unreadable_end_are_left_out_and_a_readable_window_says_nothing() -> None:
+    """A text the model reads nothing of drops the candidate pairs it is in, and the run says so; a window
+    whose texts the model reads says nothing and keeps every pair."""
+    texts = ["Floods", "Storm", "𠀀𠀁"]
+    window = SimpleNamespace(
+        texts=lambda rows, convert: [texts[r] for r in rows], ids=np.array(["a", "b", "c"])
+    )
+    encoder = SimpleNamespace(name="e5", unreadable=lambda ts: np.array([t.startswith("𠀀") for t in ts]))
+    model = SimpleNamespace(encoder=encoder)
+    scoring = DedupConfig.of(corpus="c.parquet", out="out", cache=False, progress=False).model
+    pairs = pd.DataFrame({"a": [0, 0], "b": [1, 2], "similarity": [0.9, 1.0]})
+    kept, said = stages.readable(pairs, window, model, scoring)  # type: ignore[arg-type]
+    assert list(zip(kept["a"], kept["b"], strict=True)) == [(0, 1)]
+    assert said is not None and "'c'" in said and "left out of the 1 candidate pair(s)" in said
+    kept, said = stages.readable(pairs.iloc[:1], window, model, scoring)  # type: ignore[arg-type]
+    assert len(kept) == 1 and said is None
+
+
+def test_no_report_is_carried_for_a_run_that_is_no_days_run_again() -> None:
+    """A run that is no day's run again reads no earlier report; one that is reads OUT/runs/<its id>/ when
+    that run is not the state's last."""
+    state = SimpleNamespace(last_run={"run_id": ""}, report_dir=lambda: Path("kept"))
+    assert stages.carried_folder(SimpleNamespace(again="", state=state), "out") is None  # type: ignore[arg-type]
+    assert stages.carried_folder(SimpleNamespace(again="r1", state=state), "out") == Path("out/runs/r1")  # type: ignore[arg-type]
+
+
+def test_a_window_without_copies_says_nothing_of_them() -> None:
+    """The run speaks of exact copies only when the window has some."""
+    none = SimpleNamespace(copies=SimpleNamespace(count=0, groups=lambda: []))
+    assert stages.copies_said(none) is None  # type: ignore[arg-type]
+    two = SimpleNamespace(copies=SimpleNamespace(count=1, groups=lambda: [["a", "b"]]))
+    assert "1 item(s) repeat the text of another, in 1 group(s)" in str(stages.copies_said(two))  # type: ignore[arg-type]
+
+
+def test_the_index_says_nprobe_alone_does_not_apply_to_a_flat_index(monkeypatch) -> None:
+    """``--nprobe`` without ``--nlist`` on a flat index is ignored, and the run says so."""
+    from nlsim.dedup.settings import SearchSettings
+    from nlsim.dedup.window import Window
+
+    said: list[str] = []
+    monkeypatch.setattr(stages, "say", said.append)
+    items = pd.DataFrame({"id": ["a", "b"]})
+    window = Window(items, 0, np.arange(2), np.arange(2), ["a", "b"])
+    model = SimpleNamespace(encoder=SimpleNamespace(dim=2))
+    emb = np.eye(2, dtype=np.float32)
+    built = stages.index(window, emb, SearchSettings(index_kind="flat", nprobe=4, use_gpu=False), model)  # type: ignore[arg-type]
+    assert built.index.ntotal == 2
+    assert any("--nlist/--nprobe apply to IVF indexes only" in s for s in said), said
+
+
+def test_items_whose_cosine_is_the_topic_threshold_itself_share_a_topic() -> None:
+    """A link reaches the topic threshold at ``cosine >= threshold``: two items at it share a topic."""
+    from nlsim.clusters.order import order_keys
+    from nlsim.clusters.verdicts import Verdicts
+    from nlsim.dedup.editors import EditorsInput
+    from nlsim.models.threshold import Levels
+
+    ids = ["x", "y"]
+    window = SimpleNamespace(
+        ids=np.array(ids), previous_topics={}, topic_anchors={}, today_ids=ids, regroup=False
+    )
+    pairs_all = pd.DataFrame(
+        {"id_a": ["x"], "id_b": ["y"], "similarity": [np.nan], "cosine": np.float32([0.7])}
+    )
+    opts = DedupConfig.of(corpus="c.parquet", out="out", cache=False, progress=False).clustering
+    keys = order_keys(ids, pd.Series(pd.to_datetime(["2024-05-03", "2024-05-04"], utc=True)))
+    levels = Levels(0.9, float(np.float32(0.7)))
+    got = stages.topics(window, {}, pairs_all, opts, EditorsInput(Verdicts()), levels, keys)  # type: ignore[arg-type]
+    assert set(got.assignment) == {"x", "y"} and len(set(got.assignment.values())) == 1
