@@ -728,3 +728,35 @@ def test_items_whose_cosine_is_the_topic_threshold_itself_share_a_topic() -> Non
     levels = Levels(0.9, float(np.float32(0.7)))
     got = stages.topics(window, {}, pairs_all, opts, EditorsInput(Verdicts()), levels, keys)  # type: ignore[arg-type]
     assert set(got.assignment) == {"x", "y"} and len(set(got.assignment.values())) == 1
+
+
+def test_a_story_pair_a_verdict_parted_is_a_near_miss_candidate_not_a_report_pair() -> None:
+    """Two items linked above the threshold that an editor's "not the same story" keeps apart are in no
+    cluster: their pair is not the report's (no cluster holds it) but a near-miss candidate the rule cut,
+    and the editors' record counts the link cut and the split."""
+    from nlsim.clusters.verdicts import Verdict, Verdicts
+    from nlsim.dedup.editors import EditorsInput
+    from nlsim.dedup.window import Window
+    from nlsim.models.threshold import Levels
+
+    ids = ["a", "b", "c"]
+    times = pd.to_datetime(["2024-05-03T08:00Z", "2024-05-03T09:00Z", "2024-05-03T10:00Z"], utc=True)
+    items = pd.DataFrame(
+        {
+            "id": ids,
+            "title": ["Floods", "Floods again", "Storm"],
+            "source": "s",
+            "url": None,
+            "published_at": times,
+        }
+    )
+    window = Window(items, 0, np.arange(3), np.arange(3), ids, run_id="r1")
+    opts = DedupConfig.of(corpus="c.parquet", out="out", cache=False, progress=False).clustering
+    editors = EditorsInput(Verdicts.from_records([Verdict("a", "b", 0.0)]))
+    pairs = pd.DataFrame({"a": [0], "b": [1], "similarity": np.float32([0.95])})
+    made = stages.cluster(window, pairs, opts, editors, Levels(0.9))
+    assert made.items["cluster_id"].isna().all()
+    assert made.report_pairs.empty
+    assert list(zip(made.cut["a"], made.cut["b"], strict=True)) == [(0, 1)]
+    assert made.editors is not None and made.editors.links_cut == 1
+    assert [(c.id_a, c.id_b, c.change) for c in made.editors.cluster_changes] == [("a", "b", stages.SPLIT)]
