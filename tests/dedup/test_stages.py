@@ -760,3 +760,35 @@ def test_a_story_pair_a_verdict_parted_is_a_near_miss_candidate_not_a_report_pai
     assert list(zip(made.cut["a"], made.cut["b"], strict=True)) == [(0, 1)]
     assert made.editors is not None and made.editors.links_cut == 1
     assert [(c.id_a, c.id_b, c.change) for c in made.editors.cluster_changes] == [("a", "b", stages.SPLIT)]
+
+
+def test_copies_a_verdict_parts_are_searched_again_with_the_other_ends_of_their_kept_pairs() -> None:
+    """An earlier day's two copies (read as one item) that an editor's "not the same story" now parts are
+    each searched for their own neighbours, and the pairs the state kept with the group go, their other
+    ends searched again (whichever side of the kept pair, in id order, the group is on); without the
+    verdict nothing is searched again and the kept pair stays."""
+    from nlsim.clusters.verdicts import Verdict, Verdicts
+    from nlsim.dedup.editors import EditorsInput
+    from nlsim.dedup.window import Window
+
+    ids = ["c", "x", "y"]
+    items = pd.DataFrame(
+        {
+            "id": ids,
+            "title": ["Storm", "Floods", "Floods"],
+            "raw_text": ["Storm", "Floods", "Floods"],
+            "published_at": pd.to_datetime(
+                ["2024-05-03T08:00Z", "2024-05-03T09:00Z", "2024-05-03T10:00Z"], utc=True
+            ),
+        }
+    )
+    old = pd.DataFrame({"id_a": ["c"], "id_b": ["x"], "similarity": [0.9], "run_id": ["r0"]})
+    none = np.zeros(0, np.int64)
+    window = Window(items, 3, none, none, [], old_pairs=old, run_id="r1")
+    cfg = DedupConfig.of(corpus="c.parquet", out="out", cache=False, progress=False)
+    parted = stages.copies(
+        window, cfg.model, cfg.search, EditorsInput(Verdicts.from_records([Verdict("x", "y", 0.0)]))
+    )
+    assert parted.query_rows.tolist() == [0, 1, 2] and parted.old_pairs.empty
+    kept = stages.copies(window, cfg.model, cfg.search, EditorsInput())
+    assert kept.query_rows.tolist() == [] and len(kept.old_pairs) == 1 and kept.copies.count == 1
