@@ -792,3 +792,36 @@ def test_copies_a_verdict_parts_are_searched_again_with_the_other_ends_of_their_
     assert parted.query_rows.tolist() == [0, 1, 2] and parted.old_pairs.empty
     kept = stages.copies(window, cfg.model, cfg.search, EditorsInput())
     assert kept.query_rows.tolist() == [] and len(kept.old_pairs) == 1 and kept.copies.count == 1
+
+
+def test_the_parts_of_one_text_the_time_window_cut_apart_are_scored_by_its_first_copy() -> None:
+    """A text the time window cut into items of one part each has no copy, but is one text to the search: a
+    pair found with its later part is scored by the vector of its first (one text, one score), not by the
+    later part's own (a vector read otherwise)."""
+    from nlsim.dedup.settings import SearchSettings
+
+    window = _copied_window([2])
+    window.copies = SimpleNamespace(count=0, same_text=np.array([0, 1, 0]), rep=np.array([0, 1, 2]))
+    window.embeddings = np.array([[1.0, 0.0], [0.8, 0.6], [0.0, 1.0]], np.float32)
+
+    def search(index, vectors, rows, **kwargs) -> pd.DataFrame:  # noqa: ANN001
+        assert kwargs["same_text"].tolist() == [0, 1, 0]
+        return pd.DataFrame({"a": [2], "b": [1], "similarity": np.float32([0.6])})
+
+    found = stages.neighbors(window, SearchSettings(k=10), 0.5, False, search)  # type: ignore[arg-type]
+    np.testing.assert_allclose(found["similarity"], [0.8], atol=1e-6)
+
+
+def test_a_group_searched_again_for_more_neighbours_keeps_only_the_pairs_no_earlier_day_kept() -> None:
+    """A group that now has more copies than ``k`` is searched again for more neighbours: a pair it finds
+    between earlier days' items that the state already keeps is not found again; one no earlier day found
+    is kept."""
+    from nlsim.dedup.settings import SearchSettings
+
+    def search(index, vectors, rows, **kwargs) -> pd.DataFrame:  # noqa: ANN001
+        return pd.DataFrame({"a": [0], "b": [1], "similarity": np.float32([0.8])})
+
+    window = _copied_window([2])
+    assert len(stages.neighbors(window, SearchSettings(k=1), 0.5, False, search)) == 1  # type: ignore[arg-type]
+    window.old_pairs = pd.DataFrame({"id_a": ["x0"], "id_b": ["x1"]})
+    assert stages.neighbors(window, SearchSettings(k=1), 0.5, False, search).empty  # type: ignore[arg-type]
