@@ -825,3 +825,19 @@ def test_a_group_searched_again_for_more_neighbours_keeps_only_the_pairs_no_earl
     assert len(stages.neighbors(window, SearchSettings(k=1), 0.5, False, search)) == 1  # type: ignore[arg-type]
     window.old_pairs = pd.DataFrame({"id_a": ["x0"], "id_b": ["x1"]})
     assert stages.neighbors(window, SearchSettings(k=1), 0.5, False, search).empty  # type: ignore[arg-type]
+
+
+def test_a_window_with_no_kept_vectors_builds_its_ivf_index_from_todays() -> None:
+    """A window with no kept item (a daily run's first day) builds its index from the day's vectors, which
+    train an IVF index's lists; a kept part of no vector trains none."""
+    from nlsim.dedup.settings import SearchSettings
+    from nlsim.dedup.window import Window
+
+    ids = [f"i{i}" for i in range(64)]
+    window = Window(pd.DataFrame({"id": ids}), 0, np.arange(64), np.arange(64), ids)
+    emb = np.random.default_rng(0).normal(size=(64, 8)).astype("float32")
+    model = SimpleNamespace(encoder=SimpleNamespace(dim=8))
+    search = SearchSettings(index_kind="ivf", nlist=4, nprobe=2, use_gpu=False)
+    built = stages.index(window, emb, search, model)  # type: ignore[arg-type]
+    assert (built.index.kind, built.index.ntotal) == ("ivf", 64)
+    np.testing.assert_array_equal(built.embeddings, emb)
