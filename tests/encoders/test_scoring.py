@@ -72,3 +72,63 @@ def test_known_scores_answer_a_call_they_cover_and_the_model_the_rest_whole() ->
     mixed = score(["dog", "bird"], ["fish", "fish"])  # one pair unknown: the whole call is computed
     assert enc.jobs == [["dog", "bird", "fish"]] and mixed[0] != 0.75
     assert known_first({}, enc)([], []).tolist() == []
+
+
+def test_a_cosine_scores_each_pair_of_its_own_texts_in_float64() -> None:
+    from nlsim.encoders.scoring import pair_scorer
+
+    enc = _CountingEncoder()
+    scores = pair_scorer(enc)(["a cat", "a cat"], ["a cat", "stocks"])
+    e = enc.encode(["a cat", "stocks"])
+    assert scores.dtype == np.float64
+    np.testing.assert_allclose(scores, [1.0, float(e[0] @ e[1])], rtol=1e-6)
+    assert scores[1] < 0.99  # the second pair's b text, not its a text
+
+
+def test_a_cosine_passes_its_batch_size_and_progress_to_the_encoder() -> None:
+    from nlsim.encoders.scoring import pair_scorer
+
+    seen: list[tuple[int, bool]] = []
+
+    class Recording(_CountingEncoder):
+        def encode(self, texts: Sequence[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
+            seen.append((batch_size, progress))
+            return super().encode(texts)
+
+    pair_scorer(Recording(), batch_size=7, progress=True)(["a"], ["b"])
+    pair_scorer(Recording(), batch_size=5, progress=True, remember=True)(["a"], ["b"])
+    assert seen == [(7, True), (5, True)]
+
+
+def test_a_cosine_given_kept_embeddings_takes_them_and_adds_what_it_embeds() -> None:
+    from nlsim.encoders.scoring import pair_scorer
+
+    enc = _CountingEncoder()
+    kept = {"a cat": enc.encode(["a cat"])[0]}
+    enc.jobs.clear()
+    score = pair_scorer(enc, kept=kept)  # no remember=True: kept implies it
+    score(["a cat"], ["dog"])
+    score(["dog"], ["a cat"])
+    assert enc.jobs == [["dog"]]  # "a cat" taken from kept, "dog" embedded once
+    assert sorted(kept) == ["a cat", "dog"]  # the caller's memory holds what the scorer embedded
+
+
+def test_known_scores_keep_a_repeated_pairs_last_score_and_its_order() -> None:
+    from nlsim.encoders.scoring import known_first, known_scores
+
+    assert known_scores(["a", "a"], ["b", "b"], [0.1, 0.9]) == {("a", "b"): 0.9}
+    known = known_scores(["a", "b"], ["b", "a"], [0.25, 0.75])  # an asymmetric model: (b, a) is another pair
+    assert known_first(known, _CountingEncoder())(["a", "b"], ["b", "a"]).tolist() == [0.25, 0.75]
+
+
+def test_a_remembered_scorer_tells_apart_two_lists_of_pairs_in_another_order() -> None:
+    calls: list[list[str]] = []
+
+    def score(a: Sequence[str], b: Sequence[str]) -> np.ndarray:
+        calls.append(list(a))
+        return np.array([float(x < y) for x, y in zip(a, b, strict=True)])
+
+    memo = remembered(score)
+    assert memo(["a", "z"], ["m", "m"]).tolist() == [1.0, 0.0]
+    assert memo(["z", "a"], ["m", "m"]).tolist() == [0.0, 1.0]
+    assert calls == [["a", "z"], ["z", "a"]]
