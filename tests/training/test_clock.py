@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 from nlsim.chain.eta import ChainWork, describe
-from nlsim.encoders.batching import bucketed_batches, pad_batch, padded_width, sorted_batches
+from nlsim.encoders.batching import (
+    bucketed_batches,
+    first_of_each,
+    lengths_of,
+    pad_batch,
+    padded_width,
+    sorted_batches,
+)
 from nlsim.training.clock import TrainingClock, clock_text
 
 
@@ -122,6 +129,48 @@ def test_padding() -> None:
     assert batch["input_ids"].tolist() == [[4, 9, 9, 9], [1, 2, 3, 9]]
     assert batch["attention_mask"].tolist() == [[1, 0, 0, 0], [1, 1, 1, 0]]
     assert batch["token_type_ids"].tolist() == [[0, 0, 0, 0], [0, 0, 1, 0]]
+
+
+def test_lengths_and_repeated_rows() -> None:
+    assert lengths_of([[1, 2, 3], [], [4]]).tolist() == [3, 0, 1]
+    first, copies = first_of_each([[1, 2], [1, 3], [1, 2], [1], [1, 3], [1, 2]])
+    assert first.tolist() == [0, 1, 3]  # [1, 3] is not [1, 2]: the whole of a row's ids is its key
+    assert copies.tolist() == [[2, 0], [4, 1], [5, 0]]  # (row, the earlier row it repeats)
+    first, copies = first_of_each([[7], [8]])
+    assert first.tolist() == [0, 1] and copies.shape == (0, 2)
+
+
+def test_sorted_batches_keep_the_input_order_among_rows_of_one_length() -> None:
+    (batch,) = sorted_batches(np.array([3, 1] * 20), 40)
+    assert batch.tolist() == list(range(0, 40, 2)) + list(range(1, 40, 2))
+
+
+def test_a_token_budget_sizes_each_batch_by_its_own_longest_row_within_batch_size() -> None:
+    lengths = np.array([10, 5, 5, 5, 5, 5])
+    assert [b.tolist() for b in sorted_batches(lengths, 8, max_tokens=20)] == [[0, 1], [2, 3, 4, 5]]
+    assert [b.tolist() for b in sorted_batches(np.full(4, 2), 2, max_tokens=100)] == [[0, 1], [2, 3]]
+    # a row longer than the budget still goes, alone
+    assert [b.tolist() for b in sorted_batches(np.array([50, 40, 3]), 8, max_tokens=30)] == [[0], [1], [2]]
+
+
+def test_bucketed_batches_cut_new_batches_each_epoch_in_a_shuffled_order() -> None:
+    rng = np.random.default_rng(0)
+    assert bucketed_batches(np.array([], dtype=np.int64), 4, rng) == []
+    same = np.full(32, 10)  # one length: only the jitter makes two epochs' batches differ
+    epochs = [{frozenset(b.tolist()) for b in bucketed_batches(same, 8, rng)} for _ in range(2)]
+    assert epochs[0] != epochs[1]
+    lengths = np.repeat([10, 50, 90], 4)  # apart by more than the jitter: one batch each
+    orders = [[int(lengths[b][0]) for b in bucketed_batches(lengths, 4, rng)] for _ in range(5)]
+    assert all(sorted(o) == [10, 50, 90] for o in orders)
+    assert any(o != sorted(o) for o in orders)  # the batches in a random order, not shortest first
+
+
+def test_padding_is_to_the_longest_row_of_the_batch_only() -> None:
+    assert padded_width(16, 8) == 16 and padded_width(0, 8) == 0
+    ids = [[1, 2, 3], [4]]
+    assert pad_batch(ids, [1], pad_id=0)["input_ids"].tolist() == [[4]]  # row 0's length does not count
+    assert pad_batch(ids, [0], pad_id=0)["input_ids"].shape == (1, 3)  # no rounding unless asked
+    assert "token_type_ids" not in pad_batch(ids, [0], pad_id=0)
 
 
 def test_a_long_epoch_has_a_heartbeat_with_the_steps_done_and_the_time_left() -> None:
