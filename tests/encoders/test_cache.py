@@ -205,3 +205,90 @@ def test_a_cache_on_a_read_only_file_system_leaves_the_vectors_to_the_run(
     assert np.array_equal(out, emb) and hit is False
     assert "not kept (Read-only file system)" in caplog.text
     assert "could not be removed" not in caplog.text
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_check_finite_refuses_nan_and_infinities_and_names_the_first_bad_text(bad: float) -> None:
+    from nlsim.encoders.cache import check_finite
+
+    vectors = np.ones((4, 2), np.float32)
+    vectors[1, 0] = vectors[3, 1] = bad
+    with pytest.raises(StateError, match=r"embedded 2 of 4 texts .* text 2: 'second'"):
+        check_finite(vectors, ["first", "second", "third", "fourth"], "m")
+
+
+def test_the_key_changes_with_the_cache_format(monkeypatch: pytest.MonkeyPatch) -> None:
+    import nlsim.encoders.cache as cache_module
+
+    before = cache_key(PARTS)
+    monkeypatch.setattr(cache_module, "FORMAT", cache_module.FORMAT + 1)
+    assert cache_key(PARTS) != before  # a new layout never reads an old entry
+
+
+def _refused(cache: EmbeddingCache, key: str, n: int | None = None) -> bool:
+    """Whether ``load`` refuses the entry and removes both of its files."""
+    npy, meta = cache.paths(key)
+    return cache.load(key, n=n) is None and not npy.exists() and not meta.exists()
+
+
+def test_an_entry_another_key_wrote_is_refused_and_removed(tmp_path: Path, emb: np.ndarray) -> None:
+    cache = EmbeddingCache(tmp_path)
+    cache.store("a" * 64, emb)
+    for src, dst in zip(cache.paths("a" * 64), cache.paths("b" * 64), strict=True):
+        dst.write_bytes(src.read_bytes())  # a good matrix whose sidecar names another key
+    assert _refused(cache, "b" * 64)
+    assert cache.load("a" * 64) is not None
+
+
+def test_a_sidecar_with_another_dtype_is_refused_and_removed(tmp_path: Path, emb: np.ndarray) -> None:
+    import json
+
+    cache = EmbeddingCache(tmp_path)
+    cache.store("k" * 64, emb)
+    meta = cache.paths("k" * 64)[1]
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "dtype": "float16"}))
+    assert _refused(cache, "k" * 64)
+
+
+def test_an_entry_of_other_rows_or_of_nan_is_refused_and_removed(tmp_path: Path, emb: np.ndarray) -> None:
+    cache = EmbeddingCache(tmp_path)
+    cache.store("r" * 64, emb)
+    assert _refused(cache, "r" * 64, n=3)
+    cache.store("r" * 64, np.full((2, 3), np.nan, np.float32))
+    assert _refused(cache, "r" * 64, n=2)
+    cache.store("r" * 64, emb)
+    assert np.array_equal(cache.load("r" * 64, n=2), emb)
+
+
+def test_the_sidecar_describes_the_entry_without_its_texts(tmp_path: Path, emb: np.ndarray) -> None:
+    import json
+
+    cache = EmbeddingCache(tmp_path)
+    cache.get_or_compute_parts(PARTS, Counter(emb))
+    meta = json.loads(cache.paths(cache_key(PARTS))[1].read_text(encoding="utf-8"))
+    assert meta["info"] == {k: v for k, v in PARTS.items() if k != "texts"}
+    assert "台灣新聞" not in json.dumps(meta, ensure_ascii=False)
+
+
+def test_the_encoder_form_plans_the_job_and_keys_lossy_vectors_apart(tmp_path: Path) -> None:
+    class Planned:
+        fingerprint, max_length = "abc", 64
+
+        def __init__(self, tag: str | None) -> None:
+            self.planned: list[int] = []
+            if tag is not None:
+                self.vectors_tag = tag
+
+        def plan(self, n: int) -> None:
+            self.planned.append(n)
+
+        def encode(self, texts: list[str]) -> np.ndarray:
+            return np.ones((len(texts), 4), np.float32)
+
+    cache, exact = EmbeddingCache(tmp_path), Planned(None)
+    assert cache.get_or_compute(["a", "b", "c"], exact, "none")[1] is False
+    assert exact.planned == [3]  # the path for a job this size is settled before the key is made
+    parts = {"texts": ["a", "b", "c"], "fingerprint": "abc", "conversion": "none", "max_length": 64}
+    assert cache.load(cache_key(parts), n=3) is not None  # exact vectors: the key has no precision part
+    assert cache.get_or_compute(["a", "b", "c"], Planned(""), "none")[1] is True  # "": exact, same key
+    assert cache.get_or_compute(["a", "b", "c"], Planned("int8"), "none")[1] is False
