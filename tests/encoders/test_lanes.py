@@ -161,3 +161,25 @@ def test_a_job_inside_a_lane_runs_in_that_lane(two_threads):
     with lanes.forced(2):
         run_batches([np.array([0]), np.array([1])], work, lanes=2)
     assert inner == [1, 1]
+
+
+def test_lanes_for_keeps_other_devices_to_one_lane_and_forced_blocks_nest(two_threads):
+    assert lanes_for("meta", None, 5) == 1  # only the CPU runs batches side by side
+    with lanes.forced(3):
+        with lanes.forced(1):
+            assert lanes_for("cpu", None, 5) == 1
+        assert lanes_for("cpu", None, 5) == 3  # the outer block's count again
+    assert lanes_for("cpu", None, 5) == 2
+
+
+def test_run_batches_reports_each_batch_in_the_plain_loop_and_carries_the_callers_context(two_threads):
+    import contextvars
+
+    done: list[int] = []
+    run_batches([np.array([0, 1]), np.array([2])], lambda rows: None, lanes=1, on_done=done.append)
+    assert done == [2, 1]
+    where: contextvars.ContextVar[str] = contextvars.ContextVar("where", default="unset")
+    where.set("caller")
+    seen: list[str] = []
+    run_batches([np.array([0]), np.array([1])], lambda rows: seen.append(where.get()), lanes=2)
+    assert seen == ["caller", "caller"]  # a lane sees the caller's run context (a task's logger)
