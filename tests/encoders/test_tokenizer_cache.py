@@ -82,3 +82,78 @@ def test_a_saved_encoder_keys_as_the_folder_it_was_loaded_from(tmp_path: Path) -
     (second / "training.json").write_text("{}", encoding="utf-8")
     assert content_key(second) == content_key(first)
     assert load_tokenizer(second) is load_tokenizer(first)
+
+
+def test_the_key_holds_the_files_a_tokenizer_reads_by_name_and_in_name_order(tmp_path: Path) -> None:
+    from nlsim.io.model_cache import known_sha256
+
+    read = [
+        "Vocab.TXT",
+        "bpe.codes",
+        "chat_template.jinja",
+        "config.json",
+        "merges.txt",
+        "sentencepiece.bpe.model",
+        "source.spm",
+        "special_tokens_map.json",
+        "tokenizer.json",
+    ]
+    unread = ["README.md", "calibration.json", "model.safetensors", "vocab_embeddings.safetensors", "x.onnx"]
+    for i, name in enumerate(sorted(read + unread, key=lambda n: n[::-1])):  # made out of name order
+        (tmp_path / name).write_text(f"file {i}", encoding="utf-8")
+    (tmp_path / "tokenizer_parts").mkdir()  # a subfolder is not read
+    key = content_key(tmp_path)
+    assert key == tuple(f"{name}:{known_sha256(tmp_path / name)}" for name in sorted(read))
+
+
+def test_loaded_tokenizers_are_kept_four_at_most_the_oldest_going_first(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    import transformers
+
+    from nlsim.encoders import tokenizer_cache
+
+    calls: list[tuple[str, bool]] = []
+
+    def from_pretrained(folder: str, use_fast: bool, local_files_only: bool) -> object:
+        calls.append((Path(folder).name, local_files_only))
+        return object()
+
+    monkeypatch.setattr(tokenizer_cache, "_loaded", {})
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", from_pretrained)
+    folders = []
+    for i in range(5):
+        folder = tmp_path / f"f{i}"
+        folder.mkdir()
+        (folder / "tokenizer.json").write_text(f'{{"n": {i}}}', encoding="utf-8")
+        folders.append(folder)
+    first = [load_tokenizer(f) for f in folders[:4]]
+    assert [load_tokenizer(f) for f in folders[:4]] == first  # four kept
+    load_tokenizer(folders[4], local_files_only=False)  # a fifth: the oldest goes
+    assert load_tokenizer(folders[3]) is first[3]
+    assert load_tokenizer(folders[0]) is not first[0]
+    assert calls == [("f0", True), ("f1", True), ("f2", True), ("f3", True), ("f4", False), ("f0", True)]
+
+
+def test_a_saved_tokenizer_leaves_out_every_load_flag() -> None:
+    class Backend:
+        def __init__(self) -> None:
+            self.cleared: list[str] = []
+
+        def no_truncation(self) -> None:
+            self.cleared.append("truncation")
+
+        def no_padding(self) -> None:
+            self.cleared.append("padding")
+
+    class Tokenizer:
+        def __init__(self) -> None:
+            self.backend_tokenizer = Backend()
+            self.init_kwargs = {"is_local": True, "local_files_only": True, "model_max_length": 512}
+            self.saved_with: dict | None = None
+
+        def save_pretrained(self, folder: object) -> None:
+            self.saved_with = dict(self.init_kwargs)
+
+    tok = Tokenizer()
+    save_tokenizer(tok, "unused")
+    assert tok.saved_with == {"model_max_length": 512}
+    assert sorted(tok.backend_tokenizer.cleared) == ["padding", "truncation"]
