@@ -93,3 +93,41 @@ def test_vectors_kept_for_an_encoder_are_taken_by_that_encoder_alone() -> None:
         other = third.encode(TEXTS[:2], progress=False)  # another fingerprint: computed
         assert record.taken == 2 and not np.allclose(other, -whole[:2], atol=1e-3)
     assert lower_states.keep_vectors(second, marked) == 0  # nothing is kept outside the block
+
+
+class _Stack(torch.nn.Module):
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.layer = torch.nn.ModuleList(torch.nn.Linear(2, 2) for _ in range(n))
+
+
+class _Bert(torch.nn.Module):
+    """A BERT-shaped stand-in (``embeddings``, ``encoder.layer``) for what the digest reads."""
+
+    def __init__(self, n: int = 3) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.embeddings = torch.nn.Embedding(4, 2)
+        self.encoder = _Stack(n)
+
+
+def test_the_digest_covers_the_embeddings_and_the_frozen_layers_only() -> None:
+    model, base = _Bert(), lower_digest(_Bert(), 1)
+    assert lower_digest(model, 1) == base
+    with torch.no_grad():
+        model.encoder.layer[1].weight.add_(1.0)  # above the cut: the same states
+    assert lower_digest(model, 1) == base
+    with torch.no_grad():
+        model.embeddings.weight.add_(1.0)  # below it: other states
+    assert lower_digest(model, 1) != base
+    frozen = _Bert()
+    with torch.no_grad():
+        frozen.encoder.layer[0].bias.add_(1.0)
+    assert lower_digest(frozen, 1) != base
+
+
+def test_a_model_is_cut_only_where_an_upper_part_is_left() -> None:
+    from nlsim.encoders.lower_states import can_cut
+
+    assert can_cut(_Bert(3), 2) and not can_cut(_Bert(3), 3)
+    assert lower_digest(_Bert(3), 3) == "" and lower_digest(torch.nn.Linear(2, 2), 1) == ""
