@@ -118,3 +118,50 @@ def test_a_report_that_asked_for_no_near_miss_says_so_not_the_0_best_pairs() -> 
     assert heading(200) == "<h3>Near misses: none: no candidate pair came close to the threshold</h3>"
     assert heading(None) == "<h3>Near misses: none in this report</h3>"
     assert all("0 best" not in heading(n) for n in (0, 200, None))
+
+
+def test_the_page_gets_the_editors_decisions_on_its_items_with_their_notes_and_held_out_pairs_apart() -> None:
+    """What the page takes from the editors: the decisions on two items it shows (one on an item it does
+    not show is left out, as the page could not point at it), the same-story verdicts another verdict
+    overruled flagged so (their items are not joined), an editor's note whichever way round its pair was
+    given, the verdict's score as the editors' file gives it, and the training pairs (an editor may still
+    mark one) apart from the held-out ones (never marked)."""
+    from nlsim.report.record import EditorsRecord
+
+    editors = EditorsRecord(
+        decisions=[["a", "b", 0.66667], ["a", "gone", 0.0]],
+        overruled=[["c", "d", 1.0]],
+        notes=[["b", "a", "same match, two reports"]],
+        scored_ids=["p-train", "p-test"],
+        training_ids=["p-train"],
+        held_out_ids=["p-test"],
+    )
+    index = {"a": 0, "b": 1, "c": 2, "d": 3}
+    data = review.editors_data(editors, index.__getitem__, index)
+    assert data == {
+        "scored": ["p-train", "p-test"],
+        "training": ["p-train"],
+        "heldOut": ["p-test"],
+        "decisions": [
+            {"a": 0, "b": 1, "score": 0.66667, "notes": "same match, two reports"},
+            {"a": 2, "b": 3, "score": 1.0, "overruled": True},
+        ],
+    }
+    assert review.editors_data(None, index.__getitem__, index) == {
+        "scored": [],
+        "training": [],
+        "heldOut": [],
+        "decisions": [],
+    }
+
+
+def test_the_levels_shown_by_default_are_the_three_the_rubric_names_and_its_scores_read_as_it_says() -> None:
+    """The panel shows three levels by default, the three the rubric's section names: same story (1), same
+    topic and same entity (0.75) and unrelated (0); the rubric's table gives each level's score as that
+    sentence writes it (1, not 1.0)."""
+    meta = review.review_meta(RunRecord(run_id="batch-1", model="m", threshold=0.9))
+    section = review.rubric_section()
+    assert "same story (1), same topic and same entity (0.75) and unrelated (0)" in section
+    assert meta["three"] == [1.0, 0.75, 0.0]
+    assert set(meta["three"]) <= {level["v"] for level in meta["levels"]}
+    assert re.findall(r"<td class='num'>([^<]*)</td>", section) == ["1", "0.75", "0.5", "0.25", "0"]
