@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -250,3 +251,98 @@ def test_the_score_axis_of_overview_png_stays_within_what_a_score_can_be(
     bars = [p for p in figures[0].axes[0].patches if p.get_height() > 0]
     assert sum(p.get_height() for p in bars) == len(scores)
     assert all(low <= p.get_x() and p.get_x() + p.get_width() <= high for p in bars)
+
+
+def test_stories_within_48_hours_are_counted_by_hour_and_two_passes_of_an_hour_apart_however_far_back() -> (
+    None
+):
+    """Stories whose first items are at most 48 hours apart are counted by hour, further apart by day; an
+    hour that a change of clocks repeats two hours later (Troll's clocks go back from +02:00 to +00:00) is
+    two bars, each saying its offset."""
+    two_days = pd.DataFrame(
+        {"status": ["new"] * 2, "first_published": pd.to_datetime(["2024-05-01T00:00Z", "2024-05-03T00:00Z"])}
+    )
+    assert story_periods(two_days, "UTC")[0] == "hour"
+    longer = two_days.assign(first_published=pd.to_datetime(["2024-05-01T00:00Z", "2024-05-03T01:00Z"]))
+    assert story_periods(longer, "UTC")[0] == "day"
+    troll = two_days.assign(
+        first_published=pd.to_datetime(["2024-10-26T23:30Z", "2024-10-27T01:30Z"], utc=True)
+    )
+    unit, periods = story_periods(troll, "Antarctica/Troll")
+    assert unit == "hour" and periods.tolist() == ["2024-10-27 01:00 +02:00", "2024-10-27 01:00 +00:00"]
+
+
+def test_the_last_hour_of_the_stories_chart_keeps_its_story_when_the_first_is_late_in_its_hour(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stories at 00:55 and 02:05: every hour between them is a bar, and the story of 02:05 is counted in
+    the bar of 02:00."""
+    bars = stories_bars(tmp_path, monkeypatch, ["2024-05-01T00:55Z", "2024-05-01T02:05Z"], "UTC")
+    assert bars == [("2024-05-01 00:00", 1), ("2024-05-01 01:00", 0), ("2024-05-01 02:00", 1)]
+
+
+def test_a_daily_runs_stories_chart_stacks_new_grown_and_other_changes_and_counts_undated_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daily run's stories are drawn new, grown and otherwise changed (merged, regrouped) apart, each kind
+    stacked on the ones before it; the title counts every story, and says how many are undated."""
+    import matplotlib.pyplot as plt
+
+    figures: list[Any] = []
+    monkeypatch.setattr(plt, "close", figures.append)
+    clusters = pd.DataFrame(
+        {
+            "status": ["new", "new", "grown", "merged", "regrouped", "new"],
+            "first_published": pd.to_datetime(["2024-05-01T08:00Z"] * 5 + [None], utc=True),
+        }
+    )
+    record = RunRecord(model="m", mode="incremental", run_id="daily-1", timezone="UTC")
+    render_stories_png(clusters, record, tmp_path / "stories.png")
+    (ax,) = figures[0].axes
+    drawn = {c.get_label(): [(p.get_y(), p.get_height()) for p in c.patches] for c in ax.containers}
+    assert drawn == {"new": [(0, 2)], "grown": [(2, 1)], "merged or regrouped": [(3, 2)]}
+    assert ax.get_title() == "6 stories by hour of their first item (UTC) (1 undated)"
+
+
+def test_a_size_span_of_40_is_one_bar_a_size_and_12_sizes_are_each_labelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cluster sizes spanning at most 40 are drawn one bar a size (2 and 42: two bars, 2 and 42), and up to
+    12 sizes are each labelled by its own tick."""
+    import matplotlib.pyplot as plt
+
+    from nlsim.report.plots import size_bins
+
+    assert [b.tolist() for b in size_bins(np.array([2, 42, 42]))] == [[2, 42], [3, 43], [1, 2]]
+    figures: list[Any] = []
+    monkeypatch.setattr(plt, "close", figures.append)
+    record = RunRecord(model="m", threshold=0.8, counts=Counts(items_in=90))
+    clusters = pd.DataFrame({"size": list(range(2, 14))})
+    render_overview_png(pd.DataFrame({"similarity": [0.9]}), clusters, record, tmp_path / "o.png")
+    chart = figures[0].axes[1]
+    assert chart.get_xticks().tolist() == list(range(2, 14))
+
+
+def test_negative_cosines_stay_in_view_and_the_threshold_line_is_at_the_threshold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cosine may be below 0: the histogram's axis reaches it (never cut at 0), a narrow stretch of
+    negative scores is not moved to 0 to 0.05, and the dashed line is drawn at the run's threshold."""
+    import matplotlib.pyplot as plt
+
+    from nlsim.report.plots import score_axis
+
+    assert score_axis(np.array([-0.3, -0.28]), None) == (-0.33, -0.28)
+    figures: list[Any] = []
+    monkeypatch.setattr(plt, "close", figures.append)
+    record = RunRecord(model="m", threshold=0.6, counts=Counts(items_in=4))
+    scores = [-0.2, 0.5, 0.7]
+    render_overview_png(
+        pd.DataFrame({"similarity": scores}), pd.DataFrame({"size": [2]}), record, tmp_path / "o"
+    )
+    left = figures[0].axes[0]
+    low, high = left.get_xlim()
+    assert low < -0.2 and high > 0.7
+    assert sum(p.get_height() for p in left.patches) == len(scores)
+    (line,) = left.get_lines()
+    assert line.get_label() == "threshold" and list(line.get_xdata()) == [0.6, 0.6]
