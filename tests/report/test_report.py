@@ -481,3 +481,116 @@ def test_the_plain_line_says_when_the_threshold_was_measured_on_texts_converted_
     line = plain_quality(RunRecord.from_dict({**summary, "conversion": "none"}))
     assert "About four in five of the pairs this model links" in line
     assert "measured on texts converted by OpenCC tw2sp, this run&#x27;s by none" in line
+
+
+def _daily_page(**counts: int | None) -> str:
+    """A daily run's page of four clusters: c-b1 grown (3 items, 2024-01-01), c-a1 new (2 items,
+    2024-01-03), c-c1 dissolved (2 undated items) and c-d1 new (2 undated items); sources AP and AFP in two
+    clusters each, "<R&D>", BBC, Reuters and UPI in one."""
+    frame = pd.DataFrame(
+        {
+            "id": ["a1", "a2", "b1", "b2", "b3", "c1", "c2", "d1", "d2"],
+            "title": ["A", "A", "B", "B", "B", "C", "C", "D", "D"],
+            "source": ["AP", "AFP", "AP", "Reuters", "<R&D>", "AFP", "BBC", "UPI", "UPI"],
+            "published_at": pd.to_datetime(
+                ["2024-01-03T10:00Z", "2024-01-03T11:00Z", "2024-01-01T10:00Z", "2024-01-01T11:00Z"]
+                + ["2024-01-01T12:00Z", None, None, None, None],
+                utc=True,
+            ),
+        }
+    )
+    pairs = pd.DataFrame({"a": [0, 2, 3, 5, 7], "b": [1, 3, 4, 6, 8], "similarity": [0.95] * 5})
+    labels, clusters = batch_clusters(frame, pairs)
+    status = {"c-a1": "new", "c-b1": "grown", "c-c1": "dissolved", "c-d1": "new"}
+    clusters["status"] = clusters["cluster_id"].map(status)
+    figures = {"items_in": 9, "clusters": 3, "clusters_in_window": 5} | counts
+    record = RunRecord(
+        model="m", threshold=0.9, mode="incremental", run_id="daily-1", counts=Counts(**figures)
+    )
+    return render_html(pairs_table(frame, pairs, labels), clusters, record, frame)
+
+
+def _bars(page: str, heading: str) -> list[tuple[str, str, str]]:
+    """One chart of the overview: each bar's label, the width of its fill and its count."""
+    chart = page.split(f"<h3>{heading}</h3>")[1].split("</ul>")[0]
+    return re.findall(r"class='label'>([^<]*)</span>.*?width:([\d.]+)%.*?class='count'>([^<]*)<", chart)
+
+
+def test_the_overviews_charts_count_the_current_clusters_in_order_and_the_status_chart_every_one() -> None:
+    """A daily page's overview: the size and day charts count the current clusters (a dissolved one left
+    out), the sizes there are in the order of the buckets, the days in order with undated last, each bar's
+    fill against the largest bar; the status chart counts every cluster listed, in the order of the
+    statuses; the figures leave out one the run did not count, and the window's count is said only beside
+    the run's."""
+    page = _daily_page()
+    assert _bars(page, "Clusters by size (items)") == [("2", "100.0", "2"), ("3", "50.0", "1")]
+    assert _bars(page, "Clusters by day of their first item (UTC)") == [
+        ("2024-01-01", "100.0", "1"),
+        ("2024-01-03", "100.0", "1"),
+        ("undated", "100.0", "1"),
+    ]
+    assert _bars(page, "Clusters by status in this run") == [
+        ("new", "100.0", "2"),
+        ("grown", "50.0", "1"),
+        ("dissolved", "50.0", "1"),
+    ]
+    stats = page.split("<div class='stats'>")[1].split("</div></div>")[0]
+    assert re.findall(r"class='n'>([^<]*)</span><span>([^<]*)<", stats) == [
+        ("9", "items read"),
+        ("3", "clusters"),
+        ("5", "clusters in the window"),
+    ]
+    assert "(3 of the window's 5)" in page
+    assert "of the window's" not in _daily_page(clusters=None)
+
+
+def test_the_filters_list_sources_most_clusters_first_and_offer_undated_and_status_in_a_daily_page() -> None:
+    """The filters of a daily page: sources by the clusters they are in, most first, ties by name, each
+    name escaped; the days in order with undated last (offered when any cluster listed is undated); the
+    status filter and sort; the header says which daily run it is."""
+    page = _daily_page()
+    controls = page.split("id='controls'")[1].split("id='shown'")[0]
+    sources = controls.split("id='f-source'")[1].split("</select>")[0]
+    assert re.findall(r"<option value='([^']*)'>\u2068([^\u2069]*)\u2069 \((\d+)\)", sources) == [
+        ("AFP", "AFP", "2"),
+        ("AP", "AP", "2"),
+        ("%3CR%26D%3E", "&lt;R&amp;D&gt;", "1"),
+        ("BBC", "BBC", "1"),
+        ("Reuters", "Reuters", "1"),
+        ("UPI", "UPI", "1"),
+    ]
+    periods = controls.split("id='f-period'")[1].split("</select>")[0]
+    assert re.findall(r"<option value='([^']*)'", periods) == ["", "2024-01-01", "2024-01-03", "undated"]
+    assert "<label>Day <select id='f-period'" in controls
+    assert "id='f-status'" in controls and "<option value='status'>by status</option>" in controls
+    assert "daily run daily-1" in page.split("<main>")[0]
+
+
+def test_a_batch_page_opens_on_the_warnings_then_the_brief_the_stories_and_review_with_no_daily_parts() -> (
+    None
+):
+    """The page opens on what an editor comes for: the warnings (a zero-shot model), the day in brief, the
+    stories, the review panel, the rubric, then the model card and the overview; a batch page says it is
+    one and has no status filter or sort, no window and no status chart."""
+    frame = pd.DataFrame(
+        {
+            "id": ["a", "b"],
+            "title": ["Story", "Story"],
+            "source": ["AP", "AFP"],
+            "published_at": pd.to_datetime(["2024-01-01"] * 2, utc=True),
+        }
+    )
+    pairs = pd.DataFrame({"a": [0], "b": [1], "similarity": [0.95]})
+    labels, clusters = batch_clusters(frame, pairs)
+    record = RunRecord.from_dict(
+        {"model": "m", "threshold": 0.9, "model_info": {"requested": "current", "zero_shot": True}}
+    )
+    page = render_html(pairs_table(frame, pairs, labels), clusters, record, frame)
+    main = page[page.index("<main>") :]
+    order = ["id='zero-shot'", "id='brief'", "id='list'", "id='review'", "id='rubric'", "id='model'"]
+    assert [main.index(part) for part in order] == sorted(main.index(part) for part in order)
+    assert main.index("id='model'") < main.index("id='overview'")
+    header = page.split("<main>")[0]
+    assert "batch run" in header and "daily run" not in header
+    assert "id='f-status'" not in page and "value='status'" not in page
+    assert "clusters in the window" not in page and "Clusters by status" not in page
