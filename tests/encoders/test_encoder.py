@@ -238,3 +238,47 @@ def test_a_model_of_fewer_positions_than_the_default_length_reads_what_it_has(l3
     short = load_encoder(tmp_path / "short", backend="torch")
     assert short.max_positions == 128 and short.max_length == 128
     assert short.encode([" ".join(["word"] * 3000)], progress=False).shape == (1, 384)
+
+
+def test_a_model_whose_config_gives_no_positions_has_no_limit() -> None:
+    from types import SimpleNamespace
+
+    from nlsim.encoders.encoder import model_positions
+
+    assert model_positions(SimpleNamespace(max_position_embeddings=0, model_type="bert")) is None
+    assert model_positions(SimpleNamespace(model_type="bert")) is None
+
+
+def test_a_text_of_exactly_the_max_length_is_not_cut(l3: Encoder) -> None:
+    short = Encoder(l3.model, l3.tokenizer, name="t", model_id="t", max_length=8)
+    assert short.cut(["word " * 6, "word " * 7, ""]).tolist() == [False, True, False]  # [CLS] + 6 + [SEP] = 8
+
+
+def test_the_prefix_takes_its_room_before_a_text_is_read_for_unknown_tokens(l3: Encoder) -> None:
+    """With a two-token prefix, two special tokens and 8 tokens in all, the model reads four tokens of a
+    text: four unknown ones are all it reads of '😀 x4 Floods'; an empty text is no text of unknown tokens."""
+    short = Encoder(l3.model, l3.tokenizer, name="t", model_id="t", max_length=8, prefix="query: ")
+    assert short.unreadable(["😀 " * 4 + "Floods", "😀 " * 3 + "Floods", ""]).tolist() == [True, False, False]
+
+
+def test_a_changed_prefix_changes_the_fingerprint(l3: Encoder) -> None:
+    enc = Encoder(l3.model, l3.tokenizer, name="t", model_id="t")
+    before = enc.fingerprint
+    enc.prefix = "query: "
+    assert enc.fingerprint != before
+
+
+def test_the_run_counts_and_names_the_first_long_or_unreadable_item(l3: Encoder) -> None:
+    from nlsim.encoders.encoder import long_texts_said, unreadable_said
+
+    said = long_texts_said(l3, ["Floods", "rain " * 300, "storm " * 300], ["n1", "n2", "n3"])
+    assert said.startswith("long texts: 2 item(s) run past the 256 tokens") and "(e.g. 'n2')" in said
+    said = unreadable_said(l3, ["Floods", "😀😀", "🎉"], ["n1", "n2", "n3"])
+    assert said.startswith("unreadable texts: 2 item(s)") and "(e.g. 'n2': '😀😀')" in said
+
+
+def test_a_tokenizer_without_a_padding_id_pads_with_0() -> None:
+    from types import SimpleNamespace
+
+    assert Encoder.pad_id(SimpleNamespace(tokenizer=SimpleNamespace(pad_token_id=None))) == 0  # type: ignore[arg-type]
+    assert Encoder.pad_id(SimpleNamespace(tokenizer=SimpleNamespace(pad_token_id=1))) == 1  # type: ignore[arg-type]
