@@ -17,7 +17,7 @@ from nlsim.encoders.batching import (
     padded_width,
     sorted_batches,
 )
-from nlsim.training.clock import TrainingClock, clock_text
+from nlsim.training.clock import Outlook, TrainingClock, clock_text, timed_steps
 
 
 def test_the_clock_says_the_estimate_once_and_each_epoch() -> None:
@@ -56,6 +56,7 @@ def test_clock_text() -> None:
         "59 min 59 s",
         "1 h 00 min",
     ]
+    assert clock_text(59.6) == "1 min 00 s" and clock_text(0.6) == "1 s"  # rounded, not cut
 
 
 def test_the_estimate_grows_with_the_work() -> None:
@@ -473,6 +474,95 @@ def test_short_later_epochs_on_a_new_pace_still_get_an_estimate() -> None:
         clock.epoch_done(epoch, "loss")
     assert clock.seconds_per_step() == 0.5
     assert any(line.startswith("ce: 22 steps in 3 epoch(s), about") for line in lines)
+
+
+def test_a_short_loop_times_the_steps_it_has_and_at_least_one() -> None:
+    """A loop of 6 steps leaves out 1 and times the 5 after it, so that its estimate comes at its last
+    step; a caller asking for no timed steps gets one (a mean over no steps is no rate)."""
+    assert timed_steps(6) == (1, 5)
+    assert timed_steps(100, first_steps=0) == (5, 1)
+    now, lines = FakeClock(), []
+    clock = TrainingClock("x", 6, 1, lines.append, now=now)
+    for _ in range(6):
+        now.t += 1.0
+        clock.step()
+    assert clock.seconds_per_step() == 1.0 and len(lines) == 1
+
+
+def test_no_heartbeat_comes_before_the_estimate() -> None:
+    """The heartbeat tells the time left: while slow warm-up steps run (30 s each here, over the 60 s
+    between two beats), nothing is said until the estimate."""
+    now, lines = FakeClock(), []
+    clock = TrainingClock("x", 100, 1, lines.append, now=now)  # 5 warm-up steps, 8 timed
+    for i in range(13):
+        now.t += 30.0 if i < 5 else 1.0
+        clock.step()
+    assert len(lines) == 1 and lines[0].startswith("x: 100 steps in 1 epoch(s), about")
+
+
+def test_the_steps_planned_at_the_first_epochs_end_replace_the_outlook() -> None:
+    """The outlook stands in for the later epochs only until they are planned: told at the first epoch's
+    end that 60 steps are left (not the 2 x 60 it foresaw), the clock says 60 steps' time; a plan of
+    fewer steps than were done leaves none to do."""
+    now = FakeClock()
+    clock = TrainingClock(
+        "x", 300, 3, lambda _: None, now=now, warmup_steps=0, first_steps=2, outlook=Outlook(100, share=0.6)
+    )
+    for _ in range(100):
+        now.t += 1.0
+        clock.step()
+    assert clock.remaining() == pytest.approx(120.0)  # foreseen: 2 x 60 steps at 1 s
+    clock.replan(clock.steps + 60)
+    assert clock.remaining() == pytest.approx(60.0)
+    clock.replan(50)
+    assert clock.total_steps == 100 and clock.remaining() == 0.0
+
+
+def test_the_estimate_tells_the_outlook_only_where_it_holds() -> None:
+    """The estimate says "at most" only where the later epochs leave steps out, and the outlook's words
+    only while it stands in (not for a rate first measured in the later epochs)."""
+    outlook = Outlook(20, share=1.0, pace=0.5, said="its later epochs on all 2 threads")
+    now, lines = FakeClock(), []
+    clock = TrainingClock("x", 40, 2, lines.append, now=now, warmup_steps=0, first_steps=2, outlook=outlook)
+    for _ in range(2):
+        now.t += 1.0
+        clock.step()
+    assert lines == [
+        "x: 40 steps in 2 epoch(s), about 30 s on this machine "
+        "(1.00 s/step after 0 warm-up steps; its later epochs on all 2 threads)"
+    ]
+    now, lines = FakeClock(), []
+    clock = TrainingClock("x", 40, 2, lines.append, now=now, warmup_steps=2, first_steps=4, outlook=outlook)
+    for k in range(7):
+        if k == 3:
+            clock.repace()
+        now.t += 1.0
+        clock.step()
+    assert len(lines) == 1 and lines[0].endswith("(1.00 s/step after 0 warm-up steps)")
+
+
+def test_every_pause_is_left_out_of_the_rate() -> None:
+    """A loop validates after each epoch: the rate leaves out every pause, not only the last."""
+    now = FakeClock()
+    clock = TrainingClock("x", 40, 2, lambda _: None, warmup_steps=0, first_steps=6, now=now)
+    for i in range(6):
+        if i in (2, 4):
+            with clock.pause():
+                now.t += 30.0
+        now.t += 1.0
+        clock.step()
+    assert clock.seconds_per_step() == 1.0
+
+
+def test_each_epoch_line_says_that_epochs_own_time() -> None:
+    now, lines = FakeClock(), []
+    clock = TrainingClock("x", 20, 2, lines.append, now=now, warmup_steps=0, first_steps=2, heartbeat_s=1e9)
+    for epoch, rate in ((1, 3.0), (2, 2.0)):
+        for _ in range(10):
+            now.t += rate
+            clock.step()
+        clock.epoch_done(epoch, "loss 1.0")
+    assert lines[-1] == "x epoch 2/2: loss 1.0; 20 s, 50 s elapsed"
 
 
 def test_the_estimates_load_without_torch() -> None:
