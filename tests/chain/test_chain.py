@@ -224,6 +224,128 @@ def test_the_gate_compares_the_cross_validated_f1_when_both_models_have_it() -> 
     assert cross_validated_f1(scores[:33], gold[:33], 1.0) == {}  # 3 negatives: too few for 5 folds
 
 
+def test_a_worse_candidate_rolled_back_by_hand_is_kept_for_its_figures_alone(tmp_path: Path) -> None:
+    """The note of a rollback by hand is the reason only where the figures would have promoted the
+    version: one that does not beat the current model is kept for that, and the reason says no more."""
+    store = ModelStore(tmp_path / "models")
+    store.claim()
+    old = store.new_version_dir("a" * 64)
+    old.mkdir(parents=True)
+    store.register(old, {"fingerprint": old.name})
+    store.promote(old, "beats zero-shot")
+    new = store.new_version_dir("b" * 64)
+    new.mkdir(parents=True)
+    store.register(new, {"fingerprint": new.name})
+    store.promote(new, "beats v0001")
+    store.promote(
+        old, "v0002 splits stories", by="ed@desk", command="nlsim models rollback", rolled_back=new.name
+    )
+    worse = {"spearman": 80.0, "f1": 0.60}
+    d = promote_stage(store, new, worse, {"spearman": 90.0, "f1": 0.70}, f"the current model {old.name}")
+    assert not d["promoted"] and store.current() == old and d["current"] == old.name
+    assert d["reason"].startswith(f"{new.name} does not beat") and "by hand" not in d["reason"]
+
+
+def test_the_table_shows_the_candidate_once_when_it_is_the_current_model() -> None:
+    figures = {"scorer": "cosine", "spearman": 0.5, "threshold": 0.8, "f1": 0.6}
+    record: dict[str, Any] = {
+        "baseline": {**figures, "model": "base"},
+        "candidate": {"version": "v0002", "validation": figures},
+        "current": {"version": "v0002", "validation": figures},
+    }
+    rows = [line for line in chain_run.before_after_table(record).splitlines() if line.startswith("| ")][1:]
+    assert [row.split(" | ")[0] for row in rows] == ["| zero-shot base", "| candidate v0002"]
+    record["current"] = {"version": "v0001", "validation": figures}
+    rows = [line for line in chain_run.before_after_table(record).splitlines() if line.startswith("| ")][1:]
+    assert [row.split(" | ")[0] for row in rows] == [
+        "| zero-shot base",
+        "| candidate v0002",
+        "| current v0001",
+    ]
+
+
+def test_a_candidate_that_is_already_current_is_evaluated_against_the_zero_shot_baseline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reused version that is the current model is not its own incumbent: the baseline is."""
+    store = ModelStore(tmp_path / "models")
+    store.claim()
+    version = store.new_version_dir("a" * 64)
+    version.mkdir(parents=True)
+    store.register(version, {"fingerprint": version.name})
+    store.promote(version, "beats zero-shot")
+    scored: list[str] = []
+    monkeypatch.setattr(chain_run, "evaluate_stage", lambda cfg, st, v, *a: scored.append(v.name) or {"n": 1})
+    cfg = PipelineConfig.of(pairs="pairs.tsv", model_store=str(store.root), base_model="base")
+    baseline = {"spearman": 0.5}
+    candidate, incumbent, name = chain_run.evaluate_both(cfg, store, version, pd.DataFrame(), baseline)
+    assert incumbent == baseline and name == "zero-shot base" and scored == [version.name]
+
+
+def test_a_version_remembers_the_latest_machine_kinds_its_check_was_settled_for(tmp_path: Path) -> None:
+    store = ModelStore(tmp_path / "models")
+    store.claim()
+    version = store.new_version_dir("a" * 64)
+    version.mkdir(parents=True)
+    store.register(version, {"fingerprint": version.name})
+    markers = [f"kind{k}" for k in range(chain_run.MARKERS_KEPT + 2)]
+    for marker in markers + [markers[4]]:  # one settled again: it moves to the end, once
+        chain_run.mark_checked(store, version, marker)
+    kept = markers[2:4] + markers[5:] + markers[4:5]
+    assert chain_run.checked_for(store, version) == kept and len(kept) == chain_run.MARKERS_KEPT
+    assert sorted((store.info(version) or {})["quality_check_records"]) == sorted(kept)
+
+
+def test_a_reports_figures_are_kept_apart_only_for_a_report_without_its_reranker() -> None:
+    """``--no-rerank`` (False) scores with the bi-encoder alone: its figures have a key of their own; a
+    report that reranks where it can (None) or must (True) shares the rerank score's."""
+    validation = stsb_sample(train=0, validation=6, test=0)
+    keys = {
+        rerank: chain_run.figures_key(PipelineConfig.of(rerank=rerank), validation)
+        for rerank in (None, True, False)
+    }
+    assert keys[None] == keys[True] and keys[False] == f"{keys[None]}:cosine"
+
+
+def test_training_scores_seed_the_figures_only_when_they_cover_every_validation_pair_at_the_level(
+    tmp_path: Path,
+) -> None:
+    from nlsim.training.validation import ScoredValidation
+
+    store = ModelStore(tmp_path / "models")
+    store.claim()
+    version = store.new_version_dir("a" * 64)
+    version.mkdir(parents=True)
+    store.register(version, {"fingerprint": version.name})
+    validation = stsb_sample(train=0, validation=6, test=0)
+    cfg = PipelineConfig.of(level=0.8)
+    ids = validation["pair_id"].astype(str).tolist()
+    some = ScoredValidation("cosine", 0.5, 0.8, {i: 0.5 for i in ids[:-1]})  # one pair short
+    other_level = ScoredValidation("cosine", 0.5, 0.6, {i: 0.5 for i in ids})
+    for own in (some, other_level):
+        assert not chain_run.seed_figures(cfg, store, version, validation, own)
+    assert "validation" not in (store.info(version) or {})
+
+
+class _Tokens:
+    """A base model whose texts are as many token ids long as they have characters (cut at 8)."""
+
+    max_length = 8
+
+    def token_ids(self, texts: list[str]) -> list[list[int]]:
+        return [[1] * min(len(t), self.max_length) for t in texts]
+
+
+def test_the_baselines_scores_go_to_training_only_where_no_text_may_have_been_cut() -> None:
+    """A text as long as the base model's limit may have been cut there (its ids are cut at it): the
+    baseline's scores are then not fine-tuning's; one shorter is read whole by both."""
+    short = chain_run.Baseline({}, {("a" * 7, "b"): 0.5})
+    full = chain_run.Baseline({}, {("a" * 8, "b"): 0.5})
+    assert short.for_training(_Tokens(), 16) == short.known
+    assert full.for_training(_Tokens(), 16) == {}
+    assert short.for_training(_Tokens(), 7) == {}  # fine-tuning's own limit
+
+
 def test_a_pointer_to_a_missing_version_is_an_error(tmp_path: Path) -> None:
     from nlsim.errors import StateError
 
@@ -483,6 +605,7 @@ def test_a_zero_shot_cache_whose_figures_are_damaged_is_computed_again(
         '{"metrics": 5}',
         '{"metrics": {"reranked/test": 88.0}}',
         '{"metrics": {"reranked/test": {"spearman": "high"}}}',
+        '{"metrics": {"reranked/test": {"spearman": true}}}',
     ],
 )
 def test_a_training_record_with_no_test_figure_gives_none_not_a_traceback(
