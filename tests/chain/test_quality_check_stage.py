@@ -354,3 +354,29 @@ def test_a_report_without_its_reranker_checks_the_bi_encoder_alone(
     assert "written" in quality_check_stage(reranks, store, None, validation, None)
     reused = {"model": version.name, "reused": True}
     assert quality_check_stage(alone, store, None, validation, None) == reused
+
+
+def test_a_lost_reranker_record_unsettles_only_a_report_that_reranks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The figures a settled check relied on are looked for in the model parts the report uses: a
+    cross-encoder record gone says so for a report that reranks, and nothing for one made without its
+    reranker, whose check stays settled."""
+    import nlsim.chain.run as chain_run
+
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))  # no record kept there
+    store = ModelStore(tmp_path / "models")
+    store.claim()
+    version = store.new_version_dir("e" * 64)
+    version.mkdir(parents=True)
+    store.register(version, {"fingerprint": version.name})
+    gone = {"kind": "cross-encoder", "identity": "f" * 64, "folder": "", "checked": ["torch-bf16"]}
+    chain_run.mark_checked(store, version, "m", [gone])
+    chain_run.mark_checked(store, version, "m:cosine", [gone])
+    lost = chain_run.lost_figures(store, version, "m")
+    assert lost == "the cross-encoder's figures for torch-bf16 are gone (its record was removed or damaged)"
+    assert chain_run.lost_figures(store, version, "m", ("encoder",)) is None
+    alone, reranks = PipelineConfig.of(rerank=False), PipelineConfig.of(rerank=True)
+    assert chain_run.settled(alone, store, version, "m:cosine") and not chain_run.settled(
+        reranks, store, version, "m"
+    )
