@@ -1594,3 +1594,36 @@ def test_a_baseline_at_the_topic_level_leaves_no_topic_calibration_of_another_ru
     topic.write_bytes(kept)  # as an earlier chain left it beside the cache of this level
     chain_run.baseline_stage(config(tmp_path, pairs, corpus, level=0.75), store, base, table)
     assert not topic.exists()
+
+
+def test_a_topic_calibration_is_kept_only_above_the_topic_level(tmp_path: Path) -> None:
+    """At the topic level the story threshold is the topic level's: no topic calibration is written there,
+    and one an earlier run left is removed; above it, one is."""
+    from types import SimpleNamespace
+
+    from nlsim.training.validation import TOPIC_LEVEL
+
+    base = SimpleNamespace(model_id="base", fingerprint="f" * 64)
+    rng = np.random.default_rng(0)
+    gold = np.repeat(np.linspace(0.0, 1.0, 6), 8)
+    scores = gold + rng.normal(0, 0.05, len(gold))
+    path = tmp_path / "topic_calibration.json"
+    path.write_text("{}", encoding="utf-8")  # an earlier run's
+    chain_run.save_topic_calibration(PipelineConfig.of(level=TOPIC_LEVEL), base, scores, gold, path)
+    assert not path.exists()
+    chain_run.save_topic_calibration(PipelineConfig.of(level=(TOPIC_LEVEL + 1) / 2), base, scores, gold, path)
+    assert path.is_file()
+
+
+def test_rerank_asked_with_a_promoted_model_keeps_its_reranker(tmp_path: Path) -> None:
+    """``--rerank`` is set aside only for a zero-shot report (no model promoted): with a current model the
+    report is made with its reranker."""
+    store = ModelStore(tmp_path / "models")
+    store.claim()
+    cfg = PipelineConfig.of(rerank=True, model_store=str(store.root))
+    assert chain_run.report_config(cfg, store).model.rerank is None
+    version = store.new_version_dir("a" * 64)
+    version.mkdir(parents=True)
+    store.register(version, {"fingerprint": version.name})
+    store.promote(version, "beats zero-shot")
+    assert chain_run.report_config(cfg, store).model.rerank is True
