@@ -571,3 +571,88 @@ def test_the_estimates_load_without_torch() -> None:
     code = "import sys, nlsim.chain.eta, nlsim.training.clock; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def _small_chain(**changed: object) -> ChainWork:
+    """A chain small enough to count by hand: 160 training pairs in batches of 16, 50 validation pairs,
+    12 layers of which 4 frozen (both models), no corpus."""
+    work: dict[str, object] = dict(
+        train_pairs=160, validation_pairs=50, text_tokens=24.0, pair_tokens=40.0, epochs=1,
+        cross_encoder_epochs=3, batch_size=16, layers=12, frozen=4, cross_encoder_frozen=4,
+        corpus_items=0, reranker=True,
+    )  # fmt: skip
+    return ChainWork(**{**work, **changed})  # type: ignore[arg-type]
+
+
+UNIT = 1.0 / (2 * 16 * 24.0 * 8 * 3)
+"""Seconds per token-layer of :func:`_small_chain` at 1 s a bi-encoder step."""
+
+
+def test_a_last_short_batch_is_a_step_of_its_own() -> None:
+    """170 pairs in batches of 16 are 11 steps an epoch (the last of 10 pairs), not 10."""
+    assert _small_chain(train_pairs=170, epochs=2).bi_encoder_steps() == 22
+
+
+def test_the_bi_encoder_part_is_never_below_nothing_past_its_steps() -> None:
+    """A rate measured once the steps counted are done (or more: a count taken of another subset) leaves
+    nothing of the bi-encoder's training, not a negative time taken off the other parts."""
+    work = _small_chain(validation_pairs=0, reranker=False)  # 10 steps
+    assert work.estimate(1.0, bi_steps_done=10)["bi-encoder"] == 0.0
+    assert work.estimate(1.0, bi_steps_done=25)["bi-encoder"] == 0.0
+
+
+def test_a_first_report_of_no_items_is_no_measure_of_the_forward_rate() -> None:
+    """A first report of an empty corpus timed nothing: the forward passes go by the training's rate."""
+    work = _small_chain(test_pairs=30, lossy_paths=2)
+    assert work.estimate(1.0, first_report_s=5.0) == work.estimate(1.0)
+
+
+def test_the_cross_encoder_part_counts_each_pass_it_makes() -> None:
+    """Its frozen pass over the training sequences (each pair twice) and the validation pairs (twice),
+    its first epoch whole and the later two over the share of the pairs left once the easy ones go, and
+    one validation pass after each epoch."""
+    from nlsim.training.easy_pairs import LATER_EPOCH_SHARE
+
+    frozen = (2 * 160 + 2 * 50) * 40.0 * 4
+    epoch = (2 * 160 // 16) * 16 * 40.0 * 8 * 3
+    validation = 2 * 50 * 40.0 * 8
+    est = _small_chain(cross_encoder_drops_easy=True).estimate(1.0)
+    expected = frozen + epoch + validation + 2 * (LATER_EPOCH_SHARE * epoch + validation)
+    assert est["cross-encoder"] == pytest.approx(expected * UNIT)
+    # no epoch: the frozen pass alone
+    assert _small_chain(cross_encoder_epochs=0).estimate(1.0)["cross-encoder"] == pytest.approx(frozen * UNIT)
+
+
+def test_side_by_side_a_cross_encoder_outlasted_by_the_bi_encoder_counts_its_later_epochs_alone() -> None:
+    """Its first part (the frozen pass and first epoch) run beside a bi-encoder that takes much longer
+    counts nothing, not less than nothing; its later epochs run after it on all the threads: the
+    training's rate and the forward rate as measured alone (the rate is measured on half the threads)."""
+    from nlsim.training.clock import SIDE_BY_SIDE_GAIN
+
+    epoch = (2 * 160 // 16) * 16 * 40.0 * 8 * 3
+    validation = 2 * 50 * 40.0 * 8
+    long_bi = {"epochs": 20, "side_by_side": True}
+    beside = _small_chain(**long_bi).estimate(SIDE_BY_SIDE_GAIN)
+    assert beside["cross-encoder"] == pytest.approx(2 * (epoch + validation) * UNIT)
+    assert _small_chain(**long_bi, cross_encoder_epochs=1).estimate(SIDE_BY_SIDE_GAIN)["cross-encoder"] == 0.0
+
+
+def test_the_evaluation_scores_pairs_only_with_a_reranker() -> None:
+    """The test split's pairs go through the reranker only where there is one; the current model's run
+    over the validation pairs counts its texts whether or not it has a reranker, its pairs where it has."""
+    texts, pairs = 2 * 50 * 24.0 * 12 * UNIT, 50 * 40.0 * 12 * UNIT
+    test_texts, test_pairs = 2 * 30 * 24.0 * 12 * UNIT, 30 * 40.0 * 12 * UNIT
+    alone = _small_chain(reranker=False, test_pairs=30).estimate(1.0)
+    assert alone["evaluation"] == pytest.approx(test_texts)
+    plain_incumbent = _small_chain(test_pairs=30, incumbent_reranker=False).estimate(1.0)
+    assert plain_incumbent["evaluation"] == pytest.approx(test_texts + test_pairs + texts)
+    reranked_incumbent = _small_chain(reranker=False, test_pairs=30, incumbent_reranker=True).estimate(1.0)
+    assert reranked_incumbent["evaluation"] == pytest.approx(test_texts + texts + pairs)
+
+
+def test_the_estimate_line_says_the_sum_of_the_parts() -> None:
+    line = describe({"bi-encoder": 60.0, "report": 75.0})
+    assert (
+        line
+        == "estimated time on this machine: about 2 min 15 s more (bi-encoder 1 min 00 s, report 1 min 15 s)"
+    )
