@@ -64,6 +64,15 @@ def test_report_files_written(bbc_report):
     assert f"- cluster rule: {rule}" in (out / "summary.md").read_text()
 
 
+def test_a_batch_runs_result_names_the_report_files_not_nlsims_marker(bbc_report):
+    """The result's files are the report's (each at its path); the marker that says nlsim wrote the folder
+    is none of them. A batch run keeps no window: its record names no retention."""
+    assert {"pairs.parquet", "clusters.parquet", "run.json", "index.html"} <= set(bbc_report.files)
+    assert not [name for name in bbc_report.files if name.startswith(".")]
+    assert all(path == bbc_report.report_dir / name for name, path in bbc_report.files.items())
+    assert bbc_report.stats.mode == "batch" and bbc_report.stats.retention_days is None
+
+
 @pytest.mark.slow
 def test_simplified_and_traditional_copies_cluster_only_with_conversion(tmp_path, repo_root):
     """The same 200 headlines in Simplified and in Traditional: conversion puts each copy with its twin."""
@@ -614,3 +623,250 @@ def test_a_verdict_that_splits_a_pair_into_two_single_items_is_said_to_change_th
     assert (
         "1 verdict changed the clusters (0 joined, 1 split apart), 0 clusters now holding their items" in line
     )
+
+
+def _day(items_in: int, skipped: int, held: list[str] | None = None, **more: Any) -> Any:
+    """A stand-in for a daily run's window: its counts, the items it holds back, and what else is named."""
+    from types import SimpleNamespace
+
+    from nlsim.report.record import Counts
+
+    fields: dict[str, Any] = dict(
+        counts=Counts(items_in=items_in, skipped=skipped), held=held or [], switch=None, items=[],
+        older_day=False, state=None, day_clock=None, run_id="r2",
+    )  # fmt: skip
+    return SimpleNamespace(**{**fields, **more})
+
+
+def test_a_day_is_all_seen_only_with_items_all_in_the_window_and_none_held_back() -> None:
+    """An empty day is no day whose items were all seen; nor one with an item that differs from the
+    window's copy a later day's run read (held back, not seen the same)."""
+    from nlsim.dedup.run import all_seen
+
+    assert all_seen(_day(3, 3))
+    assert not all_seen(_day(0, 0))
+    assert not all_seen(_day(3, 2))
+    assert not all_seen(_day(3, 3, held=["n1"]))
+
+
+def test_a_day_all_seen_under_another_threshold_is_paired_again_not_embedded_again() -> None:
+    from types import SimpleNamespace
+
+    from nlsim.dedup.run import all_seen_line
+
+    paired = all_seen_line(_day(1, 1, switch=SimpleNamespace(reembed=False)), "day.csv")
+    assert paired == (
+        "the 1 item of day.csv was already in the window with the same text: nothing new to embed; the "
+        "window is paired again under the new settings"
+    )
+    again = all_seen_line(_day(2, 2, switch=SimpleNamespace(reembed=True), items=[0, 1, 2]), "day.csv")
+    assert again == (
+        "all 2 items of day.csv were already in the window with the same text: none is new, but the whole "
+        "window (3 items) is embedded again with the new model"
+    )
+
+
+@pytest.mark.parametrize(("held", "more"), [(10, None), (12, "and 2 more")])
+def test_the_items_held_back_are_named_ten_at_most(held: int, more: str | None) -> None:
+    """Ten items held back are all named, with no "and 0 more"; twelve: ten named and "and 2 more"."""
+    from types import SimpleNamespace
+
+    from nlsim.dedup.run import _say_day
+    from nlsim.report.record import RunLog
+
+    log = RunLog()
+    ids = [f"n{i}" for i in range(held)]
+    settings = SimpleNamespace(input=SimpleNamespace(corpus_path="day.csv"))
+    _say_day(log, settings, _day(held, 0, held=ids), corpus=None)  # type: ignore[arg-type]
+    (line,) = log.messages
+    assert line.startswith(f"{held} item(s) of day.csv differ from the window's copies, which a later day's")
+    named = "n0, n1, n2, n3, n4, n5, n6, n7, n8, n9"
+    assert f"({named})" in line if more is None else f"({named} {more})" in line
+    assert "more" not in line if more is None else True
+
+
+@pytest.mark.parametrize(
+    "last_run", [None, {}, {"run_id": "r1"}, {"run_id": "r1", "timezone": "Asia/Taipei"}]
+)
+def test_a_run_in_the_zone_of_the_last_or_after_none_that_named_one_is_not_warned(last_run: Any) -> None:
+    """No warning of another time zone where the state has no last run, or its record names no zone (an
+    older nlsim), or the same one; a warning naming both where the zones differ."""
+    from types import SimpleNamespace
+
+    from nlsim.dedup.run import _say_zone
+    from nlsim.report.record import RunLog
+
+    settings = SimpleNamespace(input=SimpleNamespace(timezone="Asia/Taipei", corpus_path="day.csv"))
+    state = None if last_run is None else SimpleNamespace(last_run=last_run)
+    log = RunLog()
+    _say_zone(log, settings, _day(1, 0, state=state))  # type: ignore[arg-type]
+    assert log.messages == []
+    log = RunLog()
+    other = SimpleNamespace(input=SimpleNamespace(timezone="UTC", corpus_path="day.csv"))
+    _say_zone(
+        log, other, _day(1, 0, state=SimpleNamespace(last_run={"run_id": "r1", "timezone": "Asia/Taipei"}))
+    )  # type: ignore[arg-type]
+    (line,) = log.messages
+    assert line.startswith(
+        "--timezone UTC is not the time zone of this state's last run (Asia/Taipei, run r1)"
+    )
+
+
+def test_a_kept_table_is_the_same_whatever_the_order_of_its_columns_and_rows() -> None:
+    from nlsim.dedup.run import _rows
+
+    kept = pd.DataFrame({"id_a": ["a", "c"], "id_b": ["b", "d"], "score": [1.0, 0.0]})
+    again = kept[["score", "id_b", "id_a"]].iloc[::-1]
+    assert _rows(kept) == _rows(again) and len(_rows(kept)) == 2
+    assert _rows(None) == _rows(kept.iloc[:0]) == set()
+    assert _rows(kept) != _rows(kept.assign(score=[1.0, 1.0]))
+
+
+def test_what_a_record_shows_counts_the_near_misses_and_the_judgement_but_not_the_files_digest() -> None:
+    """Another count of near misses or another judgement shows another run; the scored-pair file's
+    digest (the input key holds it) and the report and corpus the judgement names do not."""
+    from nlsim.dedup.run import _shown
+    from nlsim.evaluation.judge import Judgement
+    from nlsim.report.record import Counts, RunRecord
+
+    judged = Judgement("p.tsv", "test", 10, 4, 1.0, 0.5, 2 / 3, report="a", corpus="c", pairs_sha256="1")
+    record = RunRecord(counts=Counts(items_in=5, quarantined=0, near_misses=3), judge=judged)
+    moved = dataclasses.replace(judged, report="b", corpus="d", pairs_sha256="2")
+    assert _shown(record) == _shown(dataclasses.replace(record, judge=moved))
+    fewer = dataclasses.replace(record.counts, near_misses=2)
+    assert _shown(record) != _shown(dataclasses.replace(record, counts=fewer))
+    other = dataclasses.replace(judged, recall=0.25)
+    assert _shown(record) != _shown(dataclasses.replace(record, judge=other))
+
+
+def test_the_clusters_a_report_lists_leave_out_the_dissolved_and_the_order_of_members() -> None:
+    from nlsim.dedup.run import _listed
+
+    clusters = pd.DataFrame(
+        {
+            "cluster_id": ["c1", "c2"],
+            "status": ["new", "dissolved"],
+            "member_ids": [["n2", "n1"], ["n3", "n4"]],
+            "representative": ["n1", "n3"],
+        }
+    )
+    assert _listed(clusters) == {("c1", "new", ("n1", "n2"), "n1")}
+    reordered = clusters.assign(member_ids=[["n1", "n2"], ["n4", "n3"]])
+    assert _listed(reordered) == _listed(clusters)
+
+
+def test_the_clusters_holding_the_items_of_the_verdicts_are_counted_once_each() -> None:
+    """Two verdicts whose items one cluster now holds: one cluster holding their items, not two."""
+    from nlsim.dedup.run import _said_changes
+    from nlsim.report.record import JOINED, ClusterChange
+
+    changes = [
+        ClusterChange(id_a="n1", id_b="n2", score=1.0, change=JOINED, clusters=["c1"]),
+        ClusterChange(id_a="n2", id_b="n3", score=1.0, change=JOINED, clusters=["c1"]),
+    ]
+    said = _said_changes(changes)
+    assert (
+        said
+        == "; 2 verdicts changed the clusters (2 joined, 0 split apart), 1 cluster now holding their items"
+    )
+
+
+def test_a_run_with_no_editors_verdicts_says_nothing_of_them() -> None:
+    from nlsim.dedup.run import _say_editors
+    from nlsim.report.record import EditorsRecord, RunLog
+
+    log = RunLog()
+    _say_editors(log, EditorsRecord(source="p.tsv.verdicts.csv", verdicts=0))
+    assert log.messages == []
+
+
+def test_a_last_run_of_no_id_has_no_missing_report_to_write(tmp_path: Path, monkeypatch) -> None:
+    """A state whose last run names no run id (nothing the report folder could be named by) has no report
+    to write again, whatever ``OUT/runs/`` holds; a last run of another input whose report folder has no
+    ``run.json`` (killed after its commit) has its report written first."""
+    from types import SimpleNamespace
+
+    from nlsim.dedup import run as run_module
+    from nlsim.dedup import stages
+    from nlsim.report.record import RunLog
+
+    written: list[str] = []
+    monkeypatch.setattr(stages, "replay_report", lambda report, window, last: written.append(last.run_id))
+    settings = SimpleNamespace(report=SimpleNamespace(out=tmp_path))
+    daily = SimpleNamespace(folder=tmp_path / "state")
+    for run_id in ("", "r1"):
+        window = _day(
+            1, 0, state=SimpleNamespace(last_run={"run_id": run_id, "input_key": "k1"}), input_key="k2"
+        )
+        log = RunLog()
+        assert run_module._replay_committed(settings, daily, window, log) is None  # type: ignore[arg-type]
+        assert log.messages == ([] if not run_id else ["wrote the missing report of the previous run r1"])
+    assert written == ["r1"]
+
+
+def _last_day_again(tmp_path: Path, monkeypatch, *, too_old: tuple[int, int], nprobe: int = 1) -> Any:
+    """``_last_run_again`` on a day of three items under another input key, the state's last run (r1)
+    having read them all into clusters the run finds again: ``too_old`` is how many of the day's items are
+    too old for the window (this run's, the last run's), ``nprobe`` the probes this run searches with (the
+    state keeps 1). Its result (the stored report, replayed) or ``None`` (a new run)."""
+    from types import SimpleNamespace
+
+    from nlsim.dedup import run as run_module
+    from nlsim.dedup import stages
+    from nlsim.report.record import Counts, RunLog, RunRecord
+
+    now, before = too_old
+    folder = tmp_path / "stored"
+    folder.mkdir(parents=True)
+    stories = pd.DataFrame({"cluster_id": ["c1"], "member_ids": [["n1", "n2"]], "representative": ["n1"]})
+    stories.to_parquet(folder / "window.parquet")
+    listed = stories.assign(status="new")
+    listed.to_parquet(folder / "clusters.parquet")
+    pd.DataFrame({"id_a": ["n1"], "id_b": ["n2"]}).to_parquet(folder / "pairs.parquet")
+    last = RunRecord(run_id="r1", counts=Counts(items_in=3, new=3 - before, skipped=0, too_old=before))
+    state = SimpleNamespace(
+        last_run=last.to_dict(), verdicts=None, scored=None, report_dir=lambda: folder,
+        index=SimpleNamespace(kind="ivf", params={"nlist": 2, "nprobe": 1}),
+    )  # fmt: skip
+    read = ["n1", "n2", "n3"][: 3 - now]
+    items = pd.DataFrame({"id": read, "first_seen_run": "r1", "embedded_run": "r1"})
+    counts = Counts(items_in=3, skipped=3 - now, too_old=now, expired=0)
+    window = _day(
+        3, 3 - now, counts=counts, state=state, items=items, n_base=len(items),
+        index=SimpleNamespace(kind="ivf", params={"nlist": 2, "nprobe": nprobe}),
+    )  # fmt: skip
+    clustering = SimpleNamespace(
+        window_clusters=stories, report_clusters=listed, report_topics=pd.DataFrame()
+    )
+    corpus = SimpleNamespace(frame=pd.DataFrame({"id": ["n1", "n2", "n3"]}))
+    monkeypatch.setattr(stages, "editors_tables", lambda clustering: (None, None))
+    monkeypatch.setattr(
+        stages, "replay_report", lambda report, window, last: SimpleNamespace(folder=folder, record=last)
+    )
+    settings = SimpleNamespace(
+        input=SimpleNamespace(corpus_path="day.csv"), report=SimpleNamespace(out=tmp_path)
+    )
+    record = RunRecord(counts=Counts(items_in=3))
+    return run_module._last_run_again(settings, window, clustering, corpus, RunLog(), record)  # type: ignore[arg-type]
+
+
+def test_the_last_day_again_with_as_many_items_too_old_is_that_run_again(tmp_path: Path, monkeypatch) -> None:
+    """Every item of the day read by the last run but one too old for the window, as it was then: the last
+    run again (the item too old is no new item)."""
+    again = _last_day_again(tmp_path, monkeypatch, too_old=(1, 1))
+    assert again is not None and again.replayed and again.run_id == "r1"
+
+
+@pytest.mark.parametrize(
+    ("too_old", "nprobe"),
+    [((1, 0), 1), ((0, 0), 4)],
+    ids=["an-item-too-old-the-last-run-added", "another-nprobe"],
+)
+def test_the_last_day_again_with_another_item_too_old_or_index_is_a_new_run(
+    tmp_path: Path, monkeypatch, too_old: tuple[int, int], nprobe: int
+) -> None:
+    """The day's items as many as the last run's, all in the window with the same text, but one of them too
+    old for the window where the last run added it (its record would count another item too old), or
+    searched with other probes than the state keeps (a new run keeps them): a new run, not the last again."""
+    assert _last_day_again(tmp_path, monkeypatch, too_old=too_old, nprobe=nprobe) is None
+    assert _last_day_again(tmp_path / "same", monkeypatch, too_old=(too_old[0],) * 2) is not None
