@@ -1031,6 +1031,9 @@ def test_a_state_made_before_scored_pairs_were_kept_says_how_to_keep_them(tmp_pa
     three = run_daily(base.with_(corpus=str(days[1]), annotated_pairs=str(pairs)), state, encoder=enc)
     assert not any("not yet the pairs they scored" in m for m in three.stats.messages)
     assert open_state(state).scored is not None
+    # the state keeps them now: a later run without the pair file has nothing to say of them
+    four = run_daily(base.with_(corpus=str(days[1])), state, encoder=enc)
+    assert not any("not yet the pairs they scored" in m for m in four.stats.messages), four.stats.messages
 
 
 @pytest.mark.slow
