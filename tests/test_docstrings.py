@@ -4,6 +4,7 @@ import doctest
 import importlib
 import os
 import pkgutil
+import re
 import tempfile
 
 import pytest
@@ -51,3 +52,16 @@ def test_no_example_is_run_into_the_prose(name):
         if ">>>" in line and not line.lstrip().startswith(">>>") and not line.lstrip().startswith("...")
     ]
     assert not flattened, flattened
+
+
+@pytest.mark.parametrize("name", MODULES + FLOWS)
+def test_no_docstring_holds_the_quotes_of_a_broken_string_join(name):
+    """A sentence once written as two joined strings and made a docstring keeps the quotes between them
+    ('... (the last may be "\\n    "shorter).'), which the reader sees in help()."""
+    module = importlib.import_module(name)
+    broken = [
+        test.name
+        for test in doctest.DocTestFinder(recurse=True).find(module)
+        if test.docstring and re.search(r'"\s*\n\s*"', test.docstring) and '"""' not in test.docstring
+    ]
+    assert not broken, broken

@@ -33,8 +33,8 @@ from nlsim.search.neighbors import neighbor_pairs
 
 
 def shard_slices(n: int, shard_size: int) -> list[tuple[int, int]]:
-    """``[(start, stop), ...]`` cutting ``n`` items into shards of ``shard_size`` (the last may be "
-    "shorter)."""
+    """``[(start, stop), ...]`` cutting ``n`` items into shards of ``shard_size`` (the last may be
+    shorter)."""
     if shard_size < 1:
         raise ConfigError(f"shard_size must be >= 1, got {shard_size}")
     return [(s, min(s + shard_size, n)) for s in range(0, n, shard_size)]

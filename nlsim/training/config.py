@@ -58,8 +58,8 @@ TRAIN_PRECISIONS: tuple[str, ...] = get_args(TrainPrecision)
 
 @dataclass
 class CrossEncoderConfig:
-    """Training settings of the cross-encoder (the reranker, and the silver pairs' teacher) (what the "
-    "defaults scored on validation: docs/experiments.md)."""
+    """Training settings of the cross-encoder (the reranker, and the silver pairs' teacher) (what the
+    defaults scored on validation: docs/experiments.md)."""
 
     epochs: int = 3
     batch_size: int = 16

@@ -109,8 +109,8 @@ class FinetuneResult:
 
 
 def add_silver_pairs(data: PreparedPairs, silver: Any) -> None:
-    """Append the silver pairs (:class:`nlsim.training.silver.SilverPairs`) to ``data.train`` and note the "
-    "corpus."""
+    """Append the silver pairs (:class:`nlsim.training.silver.SilverPairs`) to ``data.train`` and note the
+    corpus."""
     data.train = pd.concat([data.train, silver.pairs], ignore_index=True)
     data.data_files[silver.corpus] = silver.corpus_sha256
 
