@@ -8,9 +8,15 @@ from pathlib import Path
 import pytest
 
 from nlsim.inference.lossy_verdict import (
+    MAX_SCORE_DIFF,
+    MAX_SPEARMAN_LOSS,
+    MEAN_SCORE_DIFF,
+    MIN_COSINE,
     QUALITY_CHECK_JSON,
     RECORD_FORMAT,
+    borrow_checked,
     load_quality_check,
+    quality_verdict,
     save_quality_check,
 )
 
@@ -140,6 +146,7 @@ def test_a_record_that_is_not_one_nlsim_writes_is_not_used(
         {"reference": "fp32", "spearman": 80.0},
         {"first_look": 64, "min_cosine": 0.9},
         {"first_look": {"read": "a fifth", "of": 900}, "min_cosine": 0.9},
+        {"first_look": {"read": True, "of": 900}, "min_cosine": 0.9},
     ],
 )
 def test_a_record_whose_path_entry_is_not_as_nlsim_writes_it_is_not_used(
@@ -156,3 +163,52 @@ def test_a_record_whose_path_entry_is_not_as_nlsim_writes_it_is_not_used(
     good = {"spearman": 80.0, "f1": 0.5, "min_cosine": 0.99}
     save_quality_check({**record("abc"), "reference": reference, "paths": {"onnx-int8": good}}, written)
     assert load_quality_check("encoder", "abc")[1] == str(written)
+
+
+def judged(paths: dict, kind: str = "encoder", reference: dict | None = None) -> dict:
+    """A record of ``paths``' figures against fp32 at Spearman 80 (and F1 0.5 unless ``reference`` says)."""
+    return record("x", kind) | {"reference": reference or {"spearman": 80.0, "f1": 0.5}, "paths": paths}
+
+
+def test_figures_exactly_at_a_limit_pass() -> None:
+    """The limits are the worst a path may do: a Spearman loss of exactly :data:`MAX_SPEARMAN_LOSS`, the
+    same F1, a lowest cosine of exactly :data:`MIN_COSINE`, and score differences of exactly
+    :data:`MAX_SCORE_DIFF` and :data:`MEAN_SCORE_DIFF` pass."""
+    at_limit = {"spearman": 80.0 - MAX_SPEARMAN_LOSS, "f1": 0.5, "min_cosine": MIN_COSINE}
+    assert quality_verdict(judged({"onnx-int8": at_limit}), "onnx-int8")[0]
+    ce = {"spearman": 80.0, "f1": 0.5, "max_score_diff": MAX_SCORE_DIFF, "mean_score_diff": MEAN_SCORE_DIFF}
+    assert quality_verdict(judged({"onnx-int8": ce}, "cross-encoder"), "onnx-int8")[0]
+
+
+def test_a_reference_without_f1_judges_the_rest() -> None:
+    """A record whose fp32 reference has no same-story F1 (no threshold was calibrated) is judged on
+    Spearman and agreement alone; a cross-encoder path with no largest score difference recorded fails."""
+    no_f1 = judged({"onnx-int8": {"spearman": 79.9, "min_cosine": 0.99}}, reference={"spearman": 80.0})
+    ok, why, _ = quality_verdict(no_f1, "onnx-int8")
+    assert ok and "F1" not in why
+    mean_only = judged({"onnx-int8": {"spearman": 80.0, "f1": 0.5, "mean_score_diff": 0.01}}, "cross-encoder")
+    ok, why, _ = quality_verdict(mean_only, "onnx-int8")
+    assert not ok and "scores differ by up to inf" in why
+
+
+def test_a_path_that_could_not_run_or_was_not_checked_says_so() -> None:
+    rec = judged({"onnx-int8": {"error": "no kernel"}, "torch-bf16": {"not_checked": "no bf16 here"}})
+    assert quality_verdict(rec, "onnx-int8")[:2] == (False, "the check could not run it (no kernel)")
+    assert quality_verdict(rec, "torch-bf16")[:2] == (False, "not checked (no bf16 here)")
+
+
+def test_a_record_of_another_format_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
+    save_quality_check(record("abc") | {"format": RECORD_FORMAT + 1})
+    assert load_quality_check("encoder", "abc") == (None, "")
+
+
+def test_only_figures_are_borrowed_and_a_borrowed_entry_keeps_its_reference() -> None:
+    """A later record's path that stopped at an error lends nothing; an entry borrowed before (carrying the
+    fp32 reference it was measured beside) keeps that reference when it is borrowed again."""
+    mine = judged({"torch-bf16": {"not_checked": "no bf16"}})
+    failed_there = judged({"torch-bf16": {"error": "no kernel"}})
+    assert borrow_checked(mine, failed_there, "there.json") == mine
+    own = {"spearman": 89.9, "f1": 0.5, "min_cosine": 0.99, "reference": {"spearman": 90.0, "f1": 0.5}}
+    lent = borrow_checked(mine, judged({"torch-bf16": own}), "there.json")["paths"]["torch-bf16"]
+    assert lent["reference"] == {"spearman": 90.0, "f1": 0.5} and lent["checked_in"] == "there.json"
