@@ -153,3 +153,34 @@ def test_an_exact_precision_asked_for_is_said_not_warned(monkeypatch: pytest.Mon
     announce("a model", Choice("onnx-fp32", "the only candidate", requested={"precision": "fp32"}))
     announce("a model", Choice("torch-int8", "the only candidate", requested={"precision": "int8"}))
     assert [kind for kind, _ in said] == ["say", "warn"]
+
+
+def test_only_a_cpu_run_is_said_to_lack_what_its_path_needs() -> None:
+    """bf16 on a CPU without avx512_bf16 is said to be likely slower than fp32; on a GPU the CPU's
+    instructions do not matter, and the reason says nothing of them."""
+    from types import SimpleNamespace
+
+    from nlsim.inference.choice import _where
+
+    cpu = CpuInfo("EPYC", ("avx2",))
+    here = Choice("torch-bf16", "asked")
+    _where(here, cpu, None, "cpu")
+    assert here.reason == "asked; no avx512_bf16 or AMX-BF16 on this CPU: likely slower than fp32"
+    assert here.device == "cpu"
+    there = Choice("torch-bf16", "asked")
+    _where(there, cpu, SimpleNamespace(describe=lambda: "NVIDIA H100"), "cuda")
+    assert (there.reason, there.device) == ("asked", "cuda: NVIDIA H100")
+
+
+def test_torch_fp32_already_first_is_left_first_without_a_word(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    from nlsim.inference.choice import no_export_first
+
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
+    target = SimpleNamespace(weights=lambda: "ab" * 32, export_name=lambda: "ab" * 12)
+    assert no_export_first(target, ["torch-fp32", "onnx-fp32"]) == (["torch-fp32", "onnx-fp32"], "")  # type: ignore[arg-type]
+    first, said = no_export_first(target, ["onnx-fp32", "torch-fp32"])  # type: ignore[arg-type]
+    assert first == ["torch-fp32", "onnx-fp32"] and said.startswith(" (torch-fp32 first: no ONNX export yet")
