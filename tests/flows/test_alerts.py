@@ -331,3 +331,189 @@ def test_every_notify_example_names_a_notification_block_type_prefect_has(
             except Exception as exc:  # noqa: BLE001 - UnknownBlockType: a type Prefect does not have
                 raise AssertionError(f"{where}: --notify {name}/...: {exc}") from None
             assert issubclass(cls, NotificationBlock), f"{where}: {name} is not a notification block"
+
+
+def test_the_trigger_fires_once_for_each_failed_run_of_the_watched_flows() -> None:
+    """The automation reacts to each flow run of the watched flows on its own, at its first Failed or
+    Crashed event: not to the first of two failed runs only, nor to a task run's events."""
+    from prefect.events.schemas.automations import Posture
+
+    import flows.alerts as alerts
+
+    trigger = alerts.alert_trigger(["news-dedup", "news-pipeline"])
+    assert trigger.expect == {"prefect.flow-run.Failed", "prefect.flow-run.Crashed"}
+    assert trigger.match_related.root == {
+        "prefect.resource.role": "flow",
+        "prefect.resource.name": ["news-dedup", "news-pipeline"],
+    }
+    assert trigger.for_each == {"prefect.resource.id"}
+    assert (trigger.posture, trigger.threshold) == (Posture.Reactive, 1)
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--webhook", "https:///services/x"], "--webhook 'https:///services/x': not an http(s) URL"),
+        (
+            ["--webhook", "https://hooks.example/x", "--name", "desk_alerts"],
+            "--name 'desk_alerts': with --webhook it names the Webhook block 'desk_alerts-webhook' too",
+        ),
+    ],
+    ids=["webhook-no-host", "name-underscore"],
+)
+def test_a_webhook_without_a_host_and_a_block_name_the_server_refuses_are_refused(
+    argv: list[str], words: str
+) -> None:
+    import argparse
+
+    import flows.alerts as alerts
+
+    args = argparse.Namespace(
+        list=False, remove=False, notify=None, flow=None, webhook=None, name=alerts.NAME
+    )
+    for flag, value in zip(argv[::2], argv[1::2], strict=True):
+        setattr(args, flag.removeprefix("--"), value)
+    with pytest.raises(alerts.AlertError) as refused:
+        alerts.check_options(args)
+    assert words in str(refused.value)
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8080/hook", "https://hooks.slack.com/services/x"])
+def test_an_http_or_https_webhook_is_taken(url: str) -> None:
+    import argparse
+
+    import flows.alerts as alerts
+
+    args = argparse.Namespace(
+        list=False, remove=False, notify=None, flow=None, webhook=url, name="desk-alerts"
+    )
+    alerts.check_options(args)  # no AlertError
+
+
+def test_the_runs_address_under_a_ui_given_with_a_trailing_slash_has_one_slash() -> None:
+    import flows.alerts as alerts
+
+    posted = json.loads(render(alerts.webhook_payload("http://127.0.0.1:4200/"), None))
+    assert posted["url"] == "http://127.0.0.1:4200/runs/flow-run/08eb9eb8-0f11-40b7-907c-d7bb8c607958"
+
+
+def test_without_a_ui_of_its_own_the_alert_gives_the_servers_address_for_the_run() -> None:
+    import flows.alerts as alerts
+
+    posted = json.loads(render(alerts.webhook_payload(None), "http://desk:4200"))
+    assert posted["url"] == "http://desk:4200/runs/flow-run/08eb9eb8-0f11-40b7-907c-d7bb8c607958"
+
+
+class FakeClient:
+    """The calls :func:`flows.alerts.ensure_alert` and :func:`flows.alerts.remove_alert` make of Prefect's
+    client, on automations kept in a list."""
+
+    def __init__(self, automations: list[Any]) -> None:
+        self.automations = automations
+        self.calls: list[tuple[str, Any]] = []
+
+    def __enter__(self) -> FakeClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def read_automations_by_name(self, name: str) -> list[Any]:
+        return [a for a in self.automations if a.name == name]
+
+    def create_automation(self, core: Any) -> str:
+        self.calls.append(("create", core.name))
+        return "new-id"
+
+    def update_automation(self, automation_id: str, core: Any) -> None:
+        self.calls.append(("update", automation_id))
+
+    def delete_automation(self, automation_id: str) -> None:
+        self.calls.append(("delete", automation_id))
+
+
+def _client(monkeypatch: pytest.MonkeyPatch, *names: str) -> FakeClient:
+    from types import SimpleNamespace
+
+    import prefect
+
+    client = FakeClient([SimpleNamespace(name=name, id=f"id-{i}") for i, name in enumerate(names)])
+    monkeypatch.setattr(prefect, "get_client", lambda sync_client=False: client)
+    return client
+
+
+def test_the_alert_is_created_once_then_updated_and_a_second_of_its_name_removed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import flows.alerts as alerts
+
+    client = _client(monkeypatch)
+    assert alerts.ensure_alert("nlsim-failed-runs", ["news-dedup"], []) == ("new-id", True)
+    assert client.calls == [("create", "nlsim-failed-runs")]
+
+    client = _client(monkeypatch, "nlsim-failed-runs", "other", "nlsim-failed-runs", "nlsim-failed-runs")
+    assert alerts.ensure_alert("nlsim-failed-runs", ["news-dedup"], []) == ("id-0", False)
+    assert client.calls == [("delete", "id-2"), ("delete", "id-3"), ("update", "id-0")]
+
+
+def test_remove_deletes_every_automation_of_the_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    import flows.alerts as alerts
+
+    client = _client(monkeypatch, "nlsim-failed-runs", "other", "nlsim-failed-runs")
+    assert alerts.remove_alert("nlsim-failed-runs") == 2
+    assert client.calls == [("delete", "id-0"), ("delete", "id-2")]
+
+
+def test_list_says_whether_the_automation_is_paused() -> None:
+    from types import SimpleNamespace
+
+    import flows.alerts as alerts
+
+    def automation(enabled: bool) -> Any:
+        return SimpleNamespace(
+            name="nlsim-failed-runs",
+            id="id-0",
+            enabled=enabled,
+            trigger=SimpleNamespace(match_related={"prefect.resource.name": ["news-dedup"]}),
+            actions=[SimpleNamespace(type="call-webhook")],
+        )
+
+    assert "(id-0, enabled): failed or crashed runs of ['news-dedup'] -> call-webhook" in alerts.describe(
+        automation(True)
+    )
+    assert "(id-0, paused)" in alerts.describe(automation(False))
+
+
+def test_a_notify_block_that_sends_no_notification_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefect.blocks.core import Block
+    from prefect.blocks.system import Secret
+
+    import flows.alerts as alerts
+
+    monkeypatch.setattr(Block, "load", classmethod(lambda cls, slug: Secret(value="x")))
+    with pytest.raises(
+        alerts.AlertError, match="--notify 'secret/desk': a Secret block sends no notification"
+    ):
+        alerts.notify_action("secret/desk")
+
+
+def test_notify_alone_sets_up_the_alert_on_every_deployed_flow(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--notify without --webhook is an alert of its own; without --flow it watches every deployed flow."""
+    import argparse
+    from types import SimpleNamespace
+
+    import flows.alerts as alerts
+
+    made: list[tuple[str, list[str], list[Any]]] = []
+    monkeypatch.setattr(alerts, "deployed_flows", lambda: ["learning-curve", "news-dedup"])
+    monkeypatch.setattr(alerts, "notify_action", lambda slug: SimpleNamespace(type="send-notification"))
+    monkeypatch.setattr(alerts, "ensure_alert", lambda *a: made.append(a) or ("id-0", False))
+    args = argparse.Namespace(
+        list=False, remove=False, webhook=None, notify="slack-webhook/newsroom", name="n", flow=None
+    )
+    assert alerts._act(args, argparse.ArgumentParser()) == 0
+    assert [(name, flows) for name, flows, _ in made] == [("n", ["learning-curve", "news-dedup"])]
+    out = capsys.readouterr().out
+    assert out.startswith("updated automation n (id-0): failed or crashed runs of learning-curve, news-dedup")
