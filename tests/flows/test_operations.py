@@ -7,11 +7,13 @@ import asyncio
 import json
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from nlsim.options import option
 from tests.incremental_helpers import FAST_MODEL, bbc_corpus
 
 COMMON = dict(model=FAST_MODEL, convert="none", threshold=0.9, k=20, cache=False, progress=False)
@@ -310,3 +312,197 @@ def test_an_io_stage_is_retried_on_io_errors_only(error: Callable[[], Exception]
     from flows.orchestration import retry_io_only
 
     assert retry_io_only(None, None, Failed(data=error())) is retried
+
+
+@pytest.mark.parametrize("given", ["0", "-5", "inf", "nan", "4h"])
+def test_a_task_timeout_that_is_not_a_number_of_seconds_above_0_is_refused(given: str) -> None:
+    """0 timed out every long stage at once, and ``inf`` is no number of seconds Prefect can wait."""
+    from flows.orchestration import task_timeout
+    from nlsim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"NLSIM_TASK_TIMEOUT_S='{given}': not a number of seconds above 0"):
+        task_timeout({"NLSIM_TASK_TIMEOUT_S": given})
+
+
+def test_a_blank_task_timeout_is_the_default_and_a_fraction_is_taken() -> None:
+    """A variable exported empty (``NLSIM_TASK_TIMEOUT_S=``) is as if unset."""
+    from flows.orchestration import TIMEOUT_S, task_timeout
+
+    assert task_timeout({"NLSIM_TASK_TIMEOUT_S": " "}) == TIMEOUT_S == 14400.0
+    assert task_timeout({"NLSIM_TASK_TIMEOUT_S": "0.5"}) == 0.5
+
+
+def _task_options(monkeypatch: pytest.MonkeyPatch, stage: str, fn: Callable[[], object]) -> dict:
+    """The options :func:`flows.orchestration.task_call` makes the task of ``stage`` with (the task runs
+    ``fn`` in place, without Prefect)."""
+    import flows.orchestration as orchestration
+
+    made: dict = {}
+
+    def task(function: Callable[..., object], **options: object) -> Callable[..., object]:
+        made.update(options)
+        return lambda *args, **kwargs: fn()
+
+    monkeypatch.setattr(orchestration, "task", task)
+    orchestration.task_call(stage, lambda: None)
+    return made
+
+
+def test_an_io_stage_is_retried_and_an_expensive_one_timed_and_neither_the_other(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from nlsim import orchestration as seam
+    from nlsim.orchestration import StageInfo, declare
+
+    monkeypatch.setattr(seam, "_STAGES", {})
+    monkeypatch.setenv("NLSIM_TASK_TIMEOUT_S", "90")
+    declare(StageInfo("load", "read", io=True), StageInfo("embed", "embed", expensive=True))
+    load = _task_options(monkeypatch, "load", lambda: None)
+    assert (load["name"], load["retries"], load["retry_delay_seconds"]) == ("load", 2, 2)
+    assert load["retry_condition_fn"].__name__ == "retry_io_only" and "timeout_seconds" not in load
+    embed = _task_options(monkeypatch, "embed", lambda: None)
+    assert embed["timeout_seconds"] == 90.0 and "retries" not in embed
+    plain = _task_options(monkeypatch, "cluster", lambda: None)
+    assert set(plain) == {"name", "cache_policy"}
+
+
+def test_a_timeout_from_inside_a_stage_without_one_is_raised_as_it_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stage with no time of its own that runs a timed task inside it: the timeout is that task's, not
+    the stage's, and goes on unchanged."""
+    from prefect.task_engine import TaskRunTimeoutError
+
+    from nlsim import orchestration as seam
+
+    monkeypatch.setattr(seam, "_STAGES", {})
+
+    def inner() -> None:
+        raise TaskRunTimeoutError("inner task timed out")
+
+    with pytest.raises(TaskRunTimeoutError, match="inner task timed out"):
+        _task_options(monkeypatch, "cluster", inner)
+
+
+def test_a_stage_past_its_time_names_the_setting_it_ran_under() -> None:
+    from flows.orchestration import StageTimeout
+
+    given = str(StageTimeout("embed", 600.0, {"NLSIM_TASK_TIMEOUT_S": "600"}))
+    assert given.startswith("stage 'embed' ran past its 600 s (NLSIM_TASK_TIMEOUT_S=600, the seconds a long")
+    default = str(StageTimeout("embed", 14400.0, {}))
+    assert default.startswith("stage 'embed' ran past its 14400 s (the default of NLSIM_TASK_TIMEOUT_S,")
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("news-dedup-Embedding texts!", "news-dedup-embedding-texts"),
+        ("  (search) ", "search"),
+        ("!!!", "progress"),
+        ("x" * 70, "x" * 60),
+    ],
+)
+def test_an_artifact_key_is_lower_case_letters_digits_and_dashes(text: str, key: str) -> None:
+    from flows.orchestration import artifact_key
+
+    assert artifact_key(text) == key
+
+
+def test_progress_artifacts_say_each_steps_share_up_to_100_percent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step whose count runs past its total (a last batch counted whole) is at 100 percent, and a step
+    of no known total (or of none) keeps no artifact."""
+    import flows.orchestration as orchestration
+    from nlsim.progress import Progress
+
+    made: list[tuple[float, str, str]] = []
+    monkeypatch.setattr(
+        orchestration, "progress_artifact", lambda artifact, share, key, said: made.append((share, key, said))
+    )
+    with orchestration.progress_artifacts("news-dedup"):
+        for total, done in ((200, 50), (100, 150), (0, 3), (None, 3)):
+            bar = Progress(total, "embed", enabled=False, stream=None)
+            bar.update(done)
+            bar.close()
+    assert made == [
+        (25.0, "news-dedup-embed", "embed: 50 of 200"),
+        (100.0, "news-dedup-embed", "embed: 150 of 100"),
+    ]
+
+
+def test_progress_reporting_that_the_server_refuses_never_fails_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import flows.orchestration as orchestration
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the server refused the artifact")
+
+    monkeypatch.setattr(orchestration, "create_progress_artifact", refused)
+    monkeypatch.setattr(orchestration, "update_progress_artifact", refused)
+    assert orchestration.progress_artifact(None, 10.0, "k", "embed: 1 of 10") is None
+    assert orchestration.progress_artifact("id-1", 20.0, "k", "embed: 2 of 10") == "id-1"
+
+
+def test_a_stage_that_nlsim_refused_logs_its_line_without_a_traceback() -> None:
+    import logging
+
+    from flows.orchestration import ExpectedFailureTraceback
+
+    error = _input_error()
+    record = logging.LogRecord("prefect.task_runs", 40, "", 0, "x", None, (type(error), error, None))
+    assert ExpectedFailureTraceback().filter(record) and record.exc_info is None
+
+
+def test_the_traceback_filters_are_installed_once() -> None:
+    import logging
+
+    from flows.orchestration import ExpectedFailureTraceback, FailedRunTraceback, quiet_failed_runs
+
+    quiet_failed_runs()
+    quiet_failed_runs()
+    for name, kind in (
+        ("prefect.flow_runs", FailedRunTraceback),
+        ("prefect.task_runs", ExpectedFailureTraceback),
+    ):
+        assert sum(isinstance(f, kind) for f in logging.getLogger(name).filters) == 1
+
+
+def test_a_failure_that_is_no_error_of_nlsims_keeps_its_name(capsys: pytest.CaptureFixture[str]) -> None:
+    """Only the name of nlsim's own error is left out of the line (``InputError: ``): a bug's name stays."""
+    from prefect.states import Failed
+
+    from flows.orchestration import exit_status
+
+    assert exit_status("python -m flows.dedup", Failed(message="KeyError: 'title'")) == 1
+    assert capsys.readouterr().err == "python -m flows.dedup: error: KeyError: 'title'\n"
+
+
+def test_the_failure_artifact_names_the_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    import flows.orchestration as orchestration
+
+    made: list[str] = []
+    monkeypatch.setattr(orchestration, "create_markdown_artifact", lambda md, **kw: made.append(md))
+    state = SimpleNamespace(message="failed", result=lambda raise_on_failure: KeyError("title"))
+    orchestration.report_failure(SimpleNamespace(name="news-dedup"), SimpleNamespace(name="a-run"), state)
+    assert made == ["# news-dedup failed\n\nRun `a-run`:\n\n> KeyError: 'title'\n"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Search:
+    languages: tuple[str, ...] = option(("en", "zh"), help="the languages searched")
+    k: int = option(10, help="neighbours per item")
+    corpus: str = option(help="the corpus file")
+    out: str = option(help="the output folder")
+
+
+def test_a_config_flows_parameters_are_its_settings_required_first_with_lists_for_tuples() -> None:
+    import inspect
+
+    from flows.orchestration import config_flow
+
+    made = config_flow(lambda **params: params, (_Search,), name="a-search", description="x", exclude=("k",))
+    signature = inspect.signature(made.fn)
+    assert list(signature.parameters) == ["corpus", "out", "languages"]
+    assert signature.parameters["languages"].default == ["en", "zh"]
