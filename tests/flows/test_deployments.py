@@ -154,6 +154,20 @@ ENTRY = "deployments:\n- name: x\n  entrypoint: flows/dedup.py:news_dedup\n"
             "date: '2026-11-22' on a schedule: every scheduled run would run that day again",
         ),
         (ENTRY + "  description: [a, b]\n", "description: input should be a valid string, got ['a', 'b']"),
+        (  # both: one of them would be dropped without a word
+            ENTRY + "  schedules:\n  - cron: '0 3 * * *'\n    interval: 3600\n",
+            "schedule 1: give either 'cron' or 'interval'",
+        ),
+        (
+            ENTRY + "  schedules:\n  - interval: true\n",
+            "'interval' must be a number of seconds > 0, got True",
+        ),
+        (
+            ENTRY + "  schedules:\n  - cron: '0 3 * * *'\n    active: 'no'\n",
+            "schedule 1: 'active' must be true or false, got 'no'",
+        ),
+        (ENTRY + "  concurrency_limit: 0\n", "concurrency_limit must be a whole number >= 1"),
+        (ENTRY + "  concurrency_limit:\n    limit: 0\n", "concurrency_limit must be a whole number >= 1"),
     ],
     ids=[
         *("no-file", "no-function", "no-flow", "cron", "typo", "zone", "zone-machine", "timezone-machine"),
@@ -161,6 +175,8 @@ ENTRY = "deployments:\n- name: x\n  entrypoint: flows/dedup.py:news_dedup\n"
         *("interval", "limit", "param", "key"),
         *("needs-state", "needs-ivf", "needs-report", "out-needs-report", "timezone-value", "k-value"),
         *("k-type", "date-value", "required", "tags", "version", "fixed-date", "description"),
+        *("cron-and-interval", "interval-bool", "active-text", "limit-zero"),
+        "limit-mapping-zero",
     ],
 )
 @pytest.mark.parametrize("listing", [["--list"], []], ids=["list", "serve"])
@@ -571,8 +587,13 @@ def refused(
             "    timezone: Europe/London\n",
             "schedule 1 is in Asia/Taipei but timezone is 'Europe/London'",
         ),
+        (  # a schedule without a zone runs on UTC's clock
+            ENTRY + "  schedules:\n  - cron: '30 0 * * *'\n  parameters:\n    corpus: a/{date}.parquet\n"
+            "    out: o\n    timezone: Asia/Taipei\n",
+            "schedule 1 is in UTC but timezone is 'Asia/Taipei'",
+        ),
     ],
-    ids=["zone-default", "zone-other"],
+    ids=["zone-default", "zone-other", "schedule-zone-default"],
 )
 def test_serve_refuses_a_dated_entry_whose_timezone_is_not_its_schedule_zone(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, text: str, words: str
@@ -664,3 +685,67 @@ def test_serve_takes_a_dated_entry_on_an_interval_whatever_the_intervals_zone(
     path.write_text(ENTRY + schedule + params)
     assert main(["--file", str(path), "--list"]) == 0, capsys.readouterr().err
     assert "news-dedup/x: flows/dedup.py:news_dedup - every 1:00:00" in capsys.readouterr().out
+
+
+def test_a_deployment_entry_without_a_name_is_refused_naming_the_file(tmp_path: Path) -> None:
+    from flows.serve import SpecError
+
+    path = tmp_path / "prefect.yaml"
+    path.write_text("deployments:\n- entrypoint: flows/dedup.py:news_dedup\n")
+    with pytest.raises(SpecError, match=r"prefect.yaml: a deployment lacks 'name'"):
+        load_specs(path)
+
+
+def test_a_concurrency_limit_without_a_strategy_enqueues_the_runs_over_it() -> None:
+    from prefect.client.schemas.objects import ConcurrencyLimitStrategy
+
+    from flows.serve import concurrency_of
+
+    assert concurrency_of({"name": "x", "concurrency_limit": 1}) == 1
+    config = concurrency_of({"name": "x", "concurrency_limit": {"limit": 2}})
+    assert (config.limit, config.collision_strategy) == (2, ConcurrencyLimitStrategy.ENQUEUE)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "  schedules:\n  - cron: '30 6 * * *'\n  parameters:\n    corpus: a/{date}.parquet\n    out: o\n"
+        "    date: null\n",
+        "  paused: true\n  schedules:\n  - cron: '30 6 * * *'\n  parameters:\n    corpus: a/{date}.parquet\n"
+        "    out: o\n    date: '2026-11-22'\n",
+        "  schedules:\n  - cron: '30 6 * * *'\n    active: false\n  parameters:\n"
+        "    corpus: a/{date}.parquet\n    date: '2026-11-22'\n",
+    ],
+    ids=["date-null", "paused", "inactive"],
+)
+def test_serve_takes_a_date_that_no_scheduled_run_would_repeat(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    """``date: null`` is each run's scheduled day; a paused deployment, or one whose only schedule is
+    inactive, starts no run on its own: its date and its required settings are given to runs by hand."""
+    path = tmp_path / "prefect.yaml"
+    path.write_text(ENTRY + text)
+    assert main(["--file", str(path), "--list"]) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out.startswith(
+        "news-dedup/x: flows/dedup.py:news_dedup - cron 30 6 * * * (UTC)"
+    )
+
+
+def test_serve_only_takes_a_deployment_by_its_name_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--only x`` names the deployment ``x`` of whichever flow: it is listed, and no other."""
+    other = "- name: y\n  entrypoint: flows/pipeline.py:news_pipeline\n"
+    path = tmp_path / "prefect.yaml"
+    path.write_text(ENTRY + "  parameters:\n    corpus: a.parquet\n    out: o\n" + other)
+    assert main(["--file", str(path), "--list", "--only", "x"]) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out == "news-dedup/x: flows/dedup.py:news_dedup - manual\n"
+
+
+def test_serve_takes_an_entry_with_a_workers_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``work_pool``, ``job_variables`` and the build steps only matter to ``prefect deploy``: serve takes
+    the entry as it is written for a worker."""
+    path = tmp_path / "prefect.yaml"
+    worker = "  work_pool:\n    name: pool\n    job_variables: {}\n  job_variables:\n    image: nlsim\n"
+    path.write_text(ENTRY + worker + "  parameters:\n    corpus: a.parquet\n    out: o\n")
+    assert main(["--file", str(path), "--list"]) == 0, capsys.readouterr().err
