@@ -131,7 +131,8 @@ def schedules_of(spec: dict[str, Any]) -> list[Any]:
     where = f"deployment {spec['name']!r}: schedule"
     out = []
     for i, s in enumerate(spec.get("schedules") or [], 1):
-        if not isinstance(s, dict) or bool(s.get("cron")) == bool(s.get("interval")):
+        # by presence, not by value: ``interval: 0`` is an interval, refused as one below
+        if not isinstance(s, dict) or (s.get("cron") is None) == (s.get("interval") is None):
             raise SpecError(f"{where} {i}: give either 'cron' or 'interval' (seconds), got {s!r}")
         unknown = set(s) - {"cron", "interval", "timezone", "active"}
         if unknown:
@@ -153,7 +154,7 @@ def schedules_of(spec: dict[str, Any]) -> list[Any]:
         active = s.get("active", True)
         if not isinstance(active, bool):
             raise SpecError(f"{where} {i}: 'active' must be true or false, got {active!r}")
-        if s.get("cron"):
+        if s.get("cron") is not None:
             try:
                 out.append(Cron(str(s["cron"]), timezone=zone, active=active))
             except ValueError as exc:

@@ -105,6 +105,10 @@ ENTRY = "deployments:\n- name: x\n  entrypoint: flows/dedup.py:news_dedup\n"
             "schedule 1: timezone 'EST' is UTC-05:00 all year",
         ),
         (ENTRY + "  schedules:\n  - interval: -5\n", "'interval' must be a number of seconds > 0"),
+        (  # an interval given as 0: it was told to give either 'cron' or 'interval'
+            ENTRY + "  schedules:\n  - interval: 0\n",
+            "schedule 1: 'interval' must be a number of seconds > 0, got 0",
+        ),
         (ENTRY + "  concurrency_limit: abc\n", "concurrency_limit must be"),
         (ENTRY + "  parameters:\n    corpus: a.parquet\n    colour: red\n", "colour: not a parameter"),
         (ENTRY + "  colour: red\n", "keys not understood by serve: colour"),
@@ -172,7 +176,7 @@ ENTRY = "deployments:\n- name: x\n  entrypoint: flows/dedup.py:news_dedup\n"
     ids=[
         *("no-file", "no-function", "no-flow", "cron", "typo", "zone", "zone-machine", "timezone-machine"),
         *("zone-posix", "zone-standard"),
-        *("interval", "limit", "param", "key"),
+        *("interval", "interval-zero", "limit", "param", "key"),
         *("needs-state", "needs-ivf", "needs-report", "out-needs-report", "timezone-value", "k-value"),
         *("k-type", "date-value", "required", "tags", "version", "fixed-date", "description"),
         *("cron-and-interval", "interval-bool", "active-text", "limit-zero"),
