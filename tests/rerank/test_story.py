@@ -19,6 +19,7 @@ from nlsim.rerank.story import (
     FEATURES,
     BigramIdf,
     StoryModel,
+    cross_logits,
     fit_story_model,
     pair_features,
 )
@@ -206,3 +207,79 @@ def test_the_story_model_is_asked_for_and_leaves_the_versions_trained_without_it
     assert FinetuneConfig().cross_encoder.story_model is False
     assert "story_model" not in training_settings(FinetuneConfig())  # the fingerprints from before it
     assert training_settings(FinetuneConfig.of(story_model=True))["story_model"] is True
+
+
+def test_the_idf_counts_each_distinct_text_once_and_an_unseen_bigram_weighs_most() -> None:
+    idf = BigramIdf.of(["京貿國際", "京貿國際", "恒指全日"])
+    assert idf.texts == 2 and idf.df["京貿"] == 1
+    assert idf.idf("京貿") == pytest.approx(np.log(3 / 2))
+    assert idf.idf("佳能") == pytest.approx(np.log(3))  # in no text
+
+
+def test_the_longest_shared_run_is_a_word_of_up_to_six_and_a_text_is_no_template_of_itself() -> None:
+    assert named("京貿國際城在售", "京貿國際城在售樓盤")["longest_shared"] == 6.0
+    assert named("2011年考研報名", "2011年考研")["longest_shared"] == 3.0  # 年考研: the year is no word
+    same = named("恒指全日跌53點", "恒指全日跌53點")
+    assert same["template"] == 0.0 and same["numbers_shared"] == 1.0 and same["numbers_conflict"] == 0.0
+    assert named("佳", "能")["bigram_overlap"] == 0.0  # no bigrams at all
+
+
+def a_model(**changes: object) -> StoryModel:
+    n = len(FEATURES)
+    fields: dict[str, object] = {
+        "idf": BigramIdf.of(TEXTS),
+        "mean": [0.0] * n,
+        "scale": [1.0] * n,
+        "coef": [0.0, 1.0] + [0.0] * (n - 2),
+        "intercept": 0.0,
+        "low": [0.0] * n,
+        "high": [0.5] * n,
+    }
+    return StoryModel(**{**fields, **changes})  # type: ignore[arg-type]
+
+
+def test_the_cosine_and_the_cross_encoder_are_not_clipped_but_the_text_features_are() -> None:
+    model = a_model()
+    x = np.zeros((1, len(FEATURES)))
+    x[0, 1] = 0.9  # above the cosine's "high": taken as it is
+    assert model.logits(x)[0] == pytest.approx(0.9)
+    text = a_model(coef=[0.0, 0.0, 1.0] + [0.0] * (len(FEATURES) - 3))
+    x[0, 2] = 0.9  # a text feature above its "high": clipped to it
+    assert text.logits(x)[0] == pytest.approx(0.5)
+    assert model.probabilities([], [], [], []).shape == (0,)
+
+
+def test_a_scale_of_zero_or_a_coefficient_not_finite_is_refused() -> None:
+    for name, values in (("scale", [1.0, 0.0] + [1.0] * 7), ("coef", [1.0, float("nan")] + [1.0] * 7)):
+        damaged = a_model().as_dict() | {name: values}
+        with pytest.raises(ValueError, match=name if name == "coef" else "scale"):
+            StoryModel.from_dict(damaged)
+
+
+def test_a_pair_at_the_gate_is_inside_ten_of_a_class_is_enough_and_the_seed_draws_the_folds() -> None:
+    cross, cosine, a, b, same = synthetic()
+    idf = BigramIdf.of(a + b)
+    gate = float(np.sort(cosine)[50])
+    fit = fit_story_model(cross, cosine, a, b, same, idf, cosine_gate=gate)
+    assert fit is not None and fit.inside[cosine == gate].all() and fit.inside.sum() == len(a) - 50
+    rng = np.random.default_rng(0)
+    ten = np.arange(30) % 3 == 0  # ten same-story pairs of thirty
+    ce, cos = (
+        np.where(ten, 0.9, 0.6) + rng.normal(0, 0.05, 30),
+        np.where(ten, 0.95, 0.85) + rng.normal(0, 0.02, 30),
+    )
+    texts = [f"新聞{i}" for i in range(30)]
+    assert fit_story_model(ce, cos, texts, texts[::-1], ten, BigramIdf.of(texts)) is not None
+    other = fit_story_model(cross, cosine, a, b, same, idf, cosine_gate=gate, seed=1)
+    assert other is not None and not np.allclose(fit.held_out, other.held_out)
+
+
+def test_no_model_when_the_fit_does_not_rise_with_the_cosine() -> None:
+    cross, cosine, a, b, same = synthetic()
+    flipped = 2 * cosine.mean() - cosine  # same-story pairs now have the lower cosines
+    assert fit_story_model(cross, flipped, a, b, same, BigramIdf.of(a + b)) is None
+
+
+def test_a_cross_encoder_score_at_its_bound_is_a_large_finite_logit() -> None:
+    edge = np.log(1e-6 / (1 - 1e-6))
+    np.testing.assert_allclose(cross_logits([0.0, 0.5, 1.0]), [edge, 0.0, -edge])
