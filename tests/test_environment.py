@@ -246,3 +246,29 @@ def test_a_deployed_run_refuses_it_before_any_work(
     )
     assert state.is_failed() and state.message.startswith(f"ConfigError: {name}={value!r}"), state.message
     assert words in state.message and not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(("value", "flushed"), [(None, True), ("", True), (" ON ", True), ("off", False)])
+def test_writes_are_flushed_to_disk_unless_nlsim_fsync_is_off(
+    monkeypatch: pytest.MonkeyPatch, value: str | None, flushed: bool
+) -> None:
+    if value is None:
+        monkeypatch.delenv("NLSIM_FSYNC", raising=False)
+    else:
+        monkeypatch.setenv("NLSIM_FSYNC", value)
+    assert environment.flush_to_disk() is flushed
+
+
+def test_the_first_flag_that_is_no_flag_name_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", "avx2 avx,fma sse4_2 avx512f;")
+    with pytest.raises(ConfigError, match=r": 'avx,fma' is not a flag name"):
+        environment.cpu_flags()
+
+
+@pytest.mark.parametrize(("name", "value", "words"), [b for b in BAD if b[0] != "NLSIM_HOME"])
+def test_the_check_before_any_work_reads_every_variable(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, words: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError, match=rf"^{name}={value!r}: "):
+        environment.check_environment()
