@@ -47,3 +47,16 @@ def test_a_nul_in_a_text_does_not_cut_what_follows_it(mode):
     out = convert(texts, mode)
     assert [t.split("\x00")[1] for t in out] == convert([t.split("\x00")[1] for t in texts], mode)
     assert copy_key(out[0]) != copy_key(out[1])
+
+
+def test_none_returns_a_new_list_of_the_texts():
+    """``none`` gives a list of its own, as every other mode does: not the caller's sequence itself, which a
+    caller that appends to or changes what it got back would change too, and not a tuple given in."""
+    texts = ["軟體", "update"]
+    out = convert(texts, "none")
+    assert out == texts and out is not texts
+    assert convert(("軟體", "update"), "none") == ["軟體", "update"]
+
+
+def test_the_default_mode_brings_taiwan_traditional_to_simplified():
+    assert convert(["滑鼠和軟體，資訊"]) == ["鼠标和软件，信息"]
