@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
+from target_helpers import linear_target
 
 import nlsim.inference.choice as choice_module
 from nlsim.errors import ConfigError
@@ -36,18 +36,7 @@ class Broken(Target):
 
 
 def small_target(fails: tuple[str, ...] = ()) -> Broken:
-    target = Broken(
-        kind="encoder",
-        identity=lambda: "choice-test",
-        weights=lambda: "choice-test",
-        model=torch.nn.Linear(2, 2),
-        forward=lambda m, f: m(f["x"]),
-        tokenizer=None,
-        max_length=8,
-        check_batches=list,
-        probe_shapes=(),
-        output="y",
-    )
+    target = linear_target("choice-test", cls=Broken)
     target.fails, target.tries = fails, []
     return target
 

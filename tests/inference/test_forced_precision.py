@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
+from target_helpers import linear_target
 
 from nlsim.inference.choice import select
 from nlsim.inference.cpu import CpuInfo
@@ -16,18 +16,7 @@ ZEN4 = CpuInfo("a CPU", ("avx2", "avx512f", "avx512_vnni", "avx512_bf16"), cores
 
 
 def _target() -> Target:
-    return Target(
-        kind="encoder",
-        identity=lambda: "forced-precision-test",
-        weights=lambda: "forced-precision-test",
-        model=torch.nn.Linear(2, 2),
-        forward=lambda m, f: m(f["x"]),
-        tokenizer=None,
-        max_length=8,
-        check_batches=list,
-        probe_shapes=(),
-        output="y",
-    )
+    return linear_target("forced-precision-test")
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from target_helpers import linear_target
 
 from nlsim.inference import probe
 from nlsim.inference.cpu import CpuInfo
@@ -109,24 +110,12 @@ def test_a_lossy_path_the_cached_probe_never_timed_is_still_worth_its_quality_ch
     import torch
 
     from nlsim.inference.choice import weigh_lossy
-    from nlsim.inference.target import Target
 
     monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
     monkeypatch.setenv("NLSIM_PROBE", "cached")
     model = torch.nn.Linear(2, 2)
     model.config = SimpleNamespace(to_dict=lambda: {"layers": 1})  # type: ignore[assignment]
-    target = Target(
-        kind="encoder",
-        identity=lambda: "x",
-        weights=lambda: "x",
-        model=model,
-        forward=lambda m, f: m(f["x"]),
-        tokenizer=None,
-        max_length=8,
-        check_batches=list,
-        probe_shapes=(),
-        output="y",
-    )
+    target = linear_target("x", model)
     zen4 = CpuInfo("a CPU", ("avx2", "avx512f", "avx512_vnni", "avx512_bf16"), cores=2)
     probe.save_probe(
         target.architecture(), 2, zen4, {"onnx-fp32": 100.0, "torch-fp32": 90.0, "torch-int8": 95.0}, []
